@@ -1,0 +1,73 @@
+/* rcclx/arch/amdgcn.h - device primitives for AMD GPUs (HIP device pass).
+ * Included only by rcclx/platform.h.  The chip-specific fp8 converts live in
+ * gfx942.h / gfx950.h, chosen here by the one feature macro clang sets. */
+#pragma once
+
+#if defined(__gfx942__) || defined(__gfx940__) || defined(__gfx941__)
+#  include <rcclx/arch/gfx942.h>
+#elif defined(__gfx950__)
+#  include <rcclx/arch/gfx950.h> /* not compiled by clang-19: see the file */
+#endif
+
+#ifndef RCCLX_WARP_SIZE
+#  define RCCLX_WARP_SIZE 64 /* every CDNA target rcclx supports runs wave64 */
+#endif
+
+typedef uint32_t rcclx_amd_v4u __attribute__((ext_vector_type(4)));
+
+/* System scope ("" in clang's AMDGPU sync scopes) is what peers on other
+ * GPUs need.  On gfx942 a release lowers to `buffer_wbl2 sc0 sc1` before an
+ * `sc0 sc1` store, an acquire to an `sc0 sc1` load followed by
+ * `buffer_inv sc0 sc1`; CI greps the ISA for exactly that. */
+RCCLX_DEVICE void rcclx_st_release_sys_u32(uint32_t* p, uint32_t v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+RCCLX_DEVICE uint32_t rcclx_ld_acquire_sys_u32(const uint32_t* p) {
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+RCCLX_DEVICE uint32_t rcclx_ld_relaxed_sys_u32(const uint32_t* p) {
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+RCCLX_DEVICE void rcclx_fence_acq_rel_sys(void) {
+  __builtin_amdgcn_fence(__ATOMIC_ACQ_REL, "");
+}
+
+RCCLX_DEVICE rcclx_vec16 rcclx_amd_from_v4u(rcclx_amd_v4u x) {
+  rcclx_vec16 r;
+  r.w[0] = x.x; r.w[1] = x.y; r.w[2] = x.z; r.w[3] = x.w;
+  return r;
+}
+RCCLX_DEVICE rcclx_vec16 rcclx_ld16(const void* p) {
+  return rcclx_amd_from_v4u(*(const rcclx_amd_v4u*)p);
+}
+RCCLX_DEVICE rcclx_vec16 rcclx_ld16_volatile(const void* p) {
+  return rcclx_amd_from_v4u(*(const volatile rcclx_amd_v4u*)p);
+}
+RCCLX_DEVICE rcclx_vec16 rcclx_ld16_nt(const void* p) {
+  return rcclx_amd_from_v4u(__builtin_nontemporal_load((const rcclx_amd_v4u*)p));
+}
+RCCLX_DEVICE void rcclx_st16(void* p, rcclx_vec16 v) {
+  rcclx_amd_v4u x = {v.w[0], v.w[1], v.w[2], v.w[3]};
+  *(rcclx_amd_v4u*)p = x;
+}
+
+RCCLX_DEVICE float rcclx_shfl_xor_f32(float v, int mask, int width) {
+  return __shfl_xor(v, mask, width);
+}
+
+/* s_memrealtime counts a constant 100 MHz clock on gfx9 parts. */
+RCCLX_DEVICE uint64_t rcclx_wall_ns(void) {
+  return (uint64_t)__builtin_amdgcn_s_memrealtime() * 10u;
+}
+
+RCCLX_DEVICE float rcclx_f16_to_f32(uint16_t h) {
+  return (float)__builtin_bit_cast(_Float16, h);
+}
+RCCLX_DEVICE uint16_t rcclx_f32_to_f16_rn(float f) {
+  return __builtin_bit_cast(uint16_t, (_Float16)f);
+}
+
+/* Clamp into [lo, hi] in one v_med3_f32 (NaN must be routed around it). */
+RCCLX_DEVICE float rcclx_clampf(float x, float lo, float hi) {
+  return __builtin_amdgcn_fmed3f(x, lo, hi);
+}

@@ -1,0 +1,81 @@
+/* rcclx/arch/cuda.h - device primitives for NVIDIA GPUs (CUDA device pass).
+ * Included only by rcclx/platform.h.  fp8 converts for sm_89+ live in
+ * sm90.h. */
+#pragma once
+
+#if __CUDA_ARCH__ >= 890
+#  include <rcclx/arch/sm90.h>
+#endif
+
+#define RCCLX_WARP_SIZE 32
+
+/* `.sys` scope is what peers on other GPUs need; CI greps the PTX for it. */
+RCCLX_DEVICE void rcclx_st_release_sys_u32(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+RCCLX_DEVICE uint32_t rcclx_ld_acquire_sys_u32(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+RCCLX_DEVICE uint32_t rcclx_ld_relaxed_sys_u32(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+RCCLX_DEVICE void rcclx_fence_acq_rel_sys(void) {
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+
+RCCLX_DEVICE rcclx_vec16 rcclx_ld16(const void* p) {
+  rcclx_vec16 r;
+  asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
+               : "l"(p) : "memory");
+  return r;
+}
+RCCLX_DEVICE rcclx_vec16 rcclx_ld16_volatile(const void* p) {
+  rcclx_vec16 r;
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
+               : "l"(p) : "memory");
+  return r;
+}
+/* .cs: streaming, evict first; a read-once peer slice. */
+RCCLX_DEVICE rcclx_vec16 rcclx_ld16_nt(const void* p) {
+  rcclx_vec16 r;
+  asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
+               : "l"(p) : "memory");
+  return r;
+}
+RCCLX_DEVICE void rcclx_st16(void* p, rcclx_vec16 v) {
+  asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.w[0]),
+               "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3])
+               : "memory");
+}
+
+RCCLX_DEVICE float rcclx_shfl_xor_f32(float v, int mask, int width) {
+  return __shfl_xor_sync(0xffffffffu, v, mask, width);
+}
+
+RCCLX_DEVICE uint64_t rcclx_wall_ns(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+RCCLX_DEVICE float rcclx_f16_to_f32(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+RCCLX_DEVICE uint16_t rcclx_f32_to_f16_rn(float f) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+RCCLX_DEVICE float rcclx_clampf(float x, float lo, float hi) {
+  return fminf(fmaxf(x, lo), hi); /* two instructions; NaN must not reach it */
+}

@@ -1,0 +1,171 @@
+/* rcclx/platform.h - the one file that knows the GPU vendor.
+ *
+ * Everything else in rcclx is written in HIP's vocabulary (hipMalloc,
+ * hipStream_t, __syncthreads, ...) and calls the primitives below; no other
+ * header tests a vendor macro.  This file:
+ *
+ *   - decides the build mode once:
+ *       RCCLX_PLATFORM_HIP   clang/hipcc compiling HIP (AMD targets)
+ *       RCCLX_PLATFORM_CUDA  nvcc (or clang) compiling CUDA (NVIDIA targets)
+ *       RCCLX_PLATFORM_HOST  a plain C++ compiler, no GPU headers at all
+ *     and RCCLX_DEVICE_PASS when the current compiler pass emits GPU code;
+ *   - gives RCCLX_HOST_DEVICE / RCCLX_DEVICE / RCCLX_GLOBAL, which also work
+ *     under g++ (so scalar math builds and is tested on the CPU);
+ *   - maps the HIP runtime names rcclx uses to CUDA under nvcc (Debian's
+ *     HIP-on-NVIDIA headers predate CUDA 13, so we do not use them);
+ *   - pulls in exactly one architecture file for the device pass, which
+ *     provides the primitive set documented at the end of this file.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- build mode ------------------------------------------------------- */
+#if defined(__HIP__) || defined(__HIPCC__)
+#  define RCCLX_PLATFORM_HIP 1
+#  include <hip/hip_runtime.h>
+#  if defined(__HIP_DEVICE_COMPILE__)
+#    define RCCLX_DEVICE_PASS 1
+#  endif
+#elif defined(__CUDACC__)
+#  define RCCLX_PLATFORM_CUDA 1
+#  include <cuda_runtime.h>
+#  if defined(__CUDA_ARCH__)
+#    define RCCLX_DEVICE_PASS 1
+#  endif
+#else
+#  define RCCLX_PLATFORM_HOST 1
+#endif
+
+#if defined(RCCLX_PLATFORM_HIP) || defined(RCCLX_PLATFORM_CUDA)
+#  define RCCLX_GPU_LANG 1 /* kernels, launches and the runtime are available */
+#  define RCCLX_HOST_DEVICE __host__ __device__ __forceinline__
+#  define RCCLX_DEVICE __device__ __forceinline__
+#  define RCCLX_GLOBAL __global__
+#  define RCCLX_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
+#  define RCCLX_UNROLL _Pragma("unroll")
+#else
+#  define RCCLX_HOST_DEVICE inline
+#  define RCCLX_DEVICE inline
+#  define RCCLX_GLOBAL
+#  define RCCLX_LAUNCH_BOUNDS(threads)
+#  define RCCLX_UNROLL
+#endif
+
+/* Host-only helper functions in headers. */
+#define RCCLX_HOST static inline
+
+/* fmaxf / fminf / fabsf that lower to one instruction everywhere (HIP's
+ * math wrappers would call into the device libraries, which CI's ISA build
+ * does not link). */
+#if defined(RCCLX_PLATFORM_HIP)
+#  define rcclx_fmaxf __builtin_fmaxf
+#  define rcclx_fminf __builtin_fminf
+#  define rcclx_fabsf __builtin_fabsf
+#else
+#  include <math.h>
+#  define rcclx_fmaxf fmaxf
+#  define rcclx_fminf fminf
+#  define rcclx_fabsf fabsf
+#endif
+
+/* ---- HIP runtime names used by rcclx, spelled for CUDA ------------------ */
+#if defined(RCCLX_PLATFORM_CUDA)
+#  define hipError_t cudaError_t
+#  define hipSuccess cudaSuccess
+#  define hipErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
+#  define hipErrorNotReady cudaErrorNotReady
+#  define hipGetErrorString cudaGetErrorString
+#  define hipGetLastError cudaGetLastError
+#  define hipPeekAtLastError cudaPeekAtLastError
+#  define hipMalloc cudaMalloc
+#  define hipHostMalloc(p, n, f) cudaMallocHost((p), (n))
+#  define hipHostFree cudaFreeHost
+#  define hipFree cudaFree
+#  define hipMemset cudaMemset
+#  define hipMemsetAsync cudaMemsetAsync
+#  define hipMemcpy cudaMemcpy
+#  define hipMemcpyAsync cudaMemcpyAsync
+#  define hipMemcpyDefault cudaMemcpyDefault
+#  define hipMemcpyHostToDevice cudaMemcpyHostToDevice
+#  define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#  define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#  define hipStream_t cudaStream_t
+#  define hipStreamCreateWithFlags cudaStreamCreateWithFlags
+#  define hipStreamNonBlocking cudaStreamNonBlocking
+#  define hipStreamDestroy cudaStreamDestroy
+#  define hipStreamSynchronize cudaStreamSynchronize
+#  define hipStreamQuery cudaStreamQuery
+#  define hipStreamWaitEvent cudaStreamWaitEvent
+#  define hipStreamBeginCapture cudaStreamBeginCapture
+#  define hipStreamEndCapture cudaStreamEndCapture
+#  define hipStreamIsCapturing cudaStreamIsCapturing
+#  define hipStreamCaptureStatus cudaStreamCaptureStatus
+#  define hipStreamCaptureStatusNone cudaStreamCaptureStatusNone
+#  define hipStreamCaptureModeGlobal cudaStreamCaptureModeGlobal
+#  define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#  define hipEvent_t cudaEvent_t
+#  define hipEventCreate cudaEventCreate
+#  define hipEventCreateWithFlags cudaEventCreateWithFlags
+#  define hipEventDisableTiming cudaEventDisableTiming
+#  define hipEventRecord cudaEventRecord
+#  define hipEventSynchronize cudaEventSynchronize
+#  define hipEventElapsedTime cudaEventElapsedTime
+#  define hipEventDestroy cudaEventDestroy
+#  define hipGraph_t cudaGraph_t
+#  define hipGraphExec_t cudaGraphExec_t
+#  define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#  define hipGraphLaunch cudaGraphLaunch
+#  define hipGraphExecDestroy cudaGraphExecDestroy
+#  define hipGraphDestroy cudaGraphDestroy
+#  define hipGetDevice cudaGetDevice
+#  define hipSetDevice cudaSetDevice
+#  define hipGetDeviceCount cudaGetDeviceCount
+#  define hipDeviceSynchronize cudaDeviceSynchronize
+#  define hipDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#  define hipDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+#  define hipDeviceGetAttribute cudaDeviceGetAttribute
+#  define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
+#  define hipDeviceAttributeWarpSize cudaDevAttrWarpSize
+#  define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+#  define hipIpcMemHandle_t cudaIpcMemHandle_t
+#  define hipIpcGetMemHandle cudaIpcGetMemHandle
+#  define hipIpcOpenMemHandle cudaIpcOpenMemHandle
+#  define hipIpcCloseMemHandle cudaIpcCloseMemHandle
+#  define hipIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
+#endif
+
+/* ---- device primitives -------------------------------------------------
+ * Each architecture file defines, for the device pass only:
+ *
+ *   RCCLX_WARP_SIZE                      64 on CDNA, 32 on NVIDIA
+ *   rcclx_st_release_sys_u32(p, v)       store, release, system scope
+ *   rcclx_ld_acquire_sys_u32(p)          load, acquire, system scope
+ *   rcclx_ld_relaxed_sys_u32(p)          load, relaxed (volatile), system scope
+ *   rcclx_fence_acq_rel_sys()            acquire+release fence, system scope
+ *   rcclx_ld16(p) / rcclx_st16(p, v)     plain 16-byte load / store
+ *   rcclx_ld16_volatile(p)               16-byte load that is never cached
+ *                                        or merged (spin-on-data protocols)
+ *   rcclx_ld16_nt(p)                     16-byte streaming load (peer data
+ *                                        read once); only after an acquire
+ *   rcclx_shfl_xor_f32(v, mask, width)   butterfly exchange inside a warp
+ *   rcclx_wall_ns()                      a wall clock in nanoseconds
+ *   rcclx_f16_to_f32 / rcclx_f32_to_f16_rn   hardware half conversions
+ *   rcclx_clampf(x, lo, hi)              clamp of a non-NaN float
+ *   RCCLX_HW_<FMT> (E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ) where the chip
+ *   converts that fp8 format, with rcclx_hw_encode2_<fmt>(a, b) and
+ *   rcclx_hw_decode_<fmt>(byte), bit-identical to the software path in
+ *   rcclx/fp8/format.h (a NaN decodes to some NaN)
+ *
+ * Host passes and plain host builds define none of these.
+ */
+typedef struct __attribute__((aligned(16))) rcclx_vec16 {
+  uint32_t w[4];
+} rcclx_vec16;
+
+#if defined(RCCLX_DEVICE_PASS) && defined(RCCLX_PLATFORM_HIP)
+#  include <rcclx/arch/amdgcn.h>
+#elif defined(RCCLX_DEVICE_PASS) && defined(RCCLX_PLATFORM_CUDA)
+#  include <rcclx/arch/cuda.h>
+#endif

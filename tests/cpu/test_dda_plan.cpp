@@ -1,0 +1,1 @@
+// placeholder until the DDA planning code exists
