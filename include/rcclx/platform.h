@@ -128,6 +128,8 @@
 #  define hipDeviceGetAttribute cudaDeviceGetAttribute
 #  define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 #  define hipDeviceAttributeWarpSize cudaDevAttrWarpSize
+#  define hipDeviceAttributePciBusId cudaDevAttrPciBusId
+#  define hipDeviceAttributePciDeviceId cudaDevAttrPciDeviceId
 #  define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #  define hipIpcMemHandle_t cudaIpcMemHandle_t
 #  define hipIpcGetMemHandle cudaIpcGetMemHandle
@@ -158,14 +160,17 @@
  *   rcclx_hw_decode_<fmt>(byte), bit-identical to the software path in
  *   rcclx/fp8/format.h (a NaN decodes to some NaN)
  *
- * Host passes and plain host builds define none of these.
+ * Plain host builds define none of these.
  */
 typedef struct __attribute__((aligned(16))) rcclx_vec16 {
   uint32_t w[4];
 } rcclx_vec16;
 
-#if defined(RCCLX_DEVICE_PASS) && defined(RCCLX_PLATFORM_HIP)
+/* Both passes see the declarations (device bodies are parsed in the host
+ * pass too); the chip files, and so the RCCLX_HW_* fp8 macros, appear only in
+ * the device pass of their target. */
+#if defined(RCCLX_PLATFORM_HIP)
 #  include <rcclx/arch/amdgcn.h>
-#elif defined(RCCLX_DEVICE_PASS) && defined(RCCLX_PLATFORM_CUDA)
+#elif defined(RCCLX_PLATFORM_CUDA)
 #  include <rcclx/arch/cuda.h>
 #endif

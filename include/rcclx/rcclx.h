@@ -7,4 +7,8 @@
 #include <rcclx/platform.h>
 #include <rcclx/status.h>
 #include <rcclx/types.h>
+#include <rcclx/comm.h>
+#include <rcclx/comm_setup.h>
+#include <rcclx/signal.h>
+#include <rcclx/dda/dda.h>
 #include <rcclx/fp8/fp8.h>

@@ -59,6 +59,8 @@ RCCLX_HOST_DEVICE uint32_t rcclx_rshift_rne(uint32_t v, int sh) {
   return q + ((rem > half || (rem == half && (q & 1u))) ? 1u : 0u);
 }
 
+RCCLX_HOST_DEVICE size_t rcclx_align16(size_t x) { return (x + 15u) & ~(size_t)15u; }
+
 /* ---- bf16 ---- */
 RCCLX_HOST_DEVICE float rcclx_bf16_to_f32(uint16_t b) { return rcclx_bits_f32((uint32_t)b << 16); }
 /* Round to nearest even; NaN stays a (quiet) NaN, overflow gives Inf. */

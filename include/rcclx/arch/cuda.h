@@ -3,7 +3,7 @@
  * sm90.h. */
 #pragma once
 
-#if __CUDA_ARCH__ >= 890
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 #  include <rcclx/arch/sm90.h>
 #endif
 

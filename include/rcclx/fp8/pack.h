@@ -50,7 +50,6 @@ typedef enum {
 RCCLX_HOST_DEVICE int rcclx_fp8_block_size_valid(int B) {
   return B == 32 || B == 64 || B == 128 || B == 256;
 }
-RCCLX_HOST_DEVICE size_t rcclx_align16(size_t x) { return (x + 15u) & ~(size_t)15u; }
 RCCLX_HOST_DEVICE size_t rcclx_fp8_nblocks(size_t n, int B) { return (n + (size_t)B - 1u) / (size_t)B; }
 RCCLX_HOST_DEVICE size_t rcclx_fp8_scale_size(rcclx_scale_kind k) { return k == RCCLX_SCALE_E8M0 ? 1u : 4u; }
 /* Bytes before the payload (= the payload's offset). */

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The one GPU-machine script: build with nvcc, run the GPU tests, run the
+# benchmark sweeps, print a short table last.  Logs and CSVs go to $OUT.
+# Needs Catch2's single header in third_party/catch2 (carried: the GPU
+# machine has no package registry).  Usage: bash bench/device-run.sh [tests|bench|all]
+set -uo pipefail
+what=${1:-all}
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+cmake -S . -B build-gpu -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+cmake --build build-gpu -j16 > "$OUT/build.log" 2>&1 || { grep -E 'error' "$OUT/build.log" | head -30; exit 1; }
+rc=0
+if [[ $what == tests || $what == all ]]; then
+  ctest --test-dir build-gpu --output-on-failure --timeout 300 -j1 2>&1 | tee "$OUT/ctest.log" | grep -vE '^\s*$' | tail -25
+  [[ ${PIPESTATUS[0]} == 0 ]] || rc=1
+fi
+if [[ $what == bench || $what == all ]]; then
+  python3 bench/fp8_bench.py build-gpu/tests/gpu/librcclx_fp8_capi.so "$OUT/fp8_bench.csv" > "$OUT/fp8_bench.txt" 2>&1 || rc=1
+  ./build-gpu/bench/bench_dda "$OUT/bench_dda.csv" > "$OUT/bench_dda.txt" 2>&1 || rc=1
+  ./build-gpu/examples/allreduce_basic | tee "$OUT/example.txt" || rc=1
+  python3 bench/summary.py "$OUT" || rc=1
+fi
+exit $rc

@@ -1,0 +1,140 @@
+/* rcclx/comm.h - rank views: what a kernel needs to reach every rank's
+ * buffer and signals, and the host calls that build them.
+ *
+ * ---- Device view --------------------------------------------------------
+ * rcclx_dev_comm is a plain struct passed by value into kernels.  Its
+ * pointers are valid on this rank's device: its own buffer, and its peers'
+ * buffers through peer access (one process, one GPU per rank), the same
+ * device (virtual ranks on one GPU) or IPC mappings (one process per rank).
+ *
+ * ---- Registered buffer of each rank ---------------------------------------
+ * Three regions of `region_bytes` each (a multiple of 4 KiB):
+ *   region 0, 1   copy-in halves.  A copy-in call stages its input into half
+ *                 (call count of the block slot & 1); the next call uses the
+ *                 other half, so a call never needs an end barrier.
+ *   region 2      the registered input (rcclx_comm_input): a producer kernel
+ *                 (a GEMM epilogue) writes its output here and the call reads
+ *                 it with no copy; such a call ends with a barrier so no rank
+ *                 rewrites the region while a peer still reads it.
+ *
+ * ---- Fixed grid --------------------------------------------------------
+ * Every collective kernel of a communicator runs exactly `nblocks` blocks of
+ * `nthreads` threads, and 16-byte vector v of a message is always handled by
+ * thread (v % nthreads) of block (v / nthreads) % nblocks, in every phase
+ * and every call, whatever the count.  So block b of one rank only ever
+ * shares memory with block b of its peers, and a barrier between same-index
+ * blocks (rcclx/signal.h) orders everything a call needs, across calls too.
+ * With virtual ranks the grids of all ranks on one GPU must be co-resident,
+ * so nblocks comes from the occupancy API divided by the ranks sharing it.
+ *
+ * The host calls that build views are in rcclx/comm_setup.h (GPU builds).
+ */
+#pragma once
+
+#include <rcclx/status.h>
+#include <rcclx/types.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RCCLX_MAX_RANKS 8
+#define RCCLX_MAX_BLOCKS 128
+
+/* First error a kernel recorded (status 0 = none); read and cleared by
+ * rcclx_comm_check. */
+typedef struct rcclx_error_record {
+  uint32_t status; /* an rcclx_status */
+  int32_t rank, block, peer;
+  uint32_t epoch;
+  uint32_t pad[3];
+} rcclx_error_record;
+
+/* One per rank, in device memory, zeroed at creation and never reset. */
+typedef struct rcclx_signal {
+  /* arrive[b][src]: barrier epoch that block b of rank src has reached;
+   * written by src (release), read by the owner (acquire). */
+  uint32_t arrive[RCCLX_MAX_BLOCKS][RCCLX_MAX_RANKS];
+  /* call_sig[b][src]: fingerprint of src's current call (count, dtype, op,
+   * algorithm), written by src before its arrival; ranks that disagree are
+   * reported as RCCLX_ERR_RANK_MISMATCH instead of computing garbage. */
+  uint32_t call_sig[RCCLX_MAX_BLOCKS][RCCLX_MAX_RANKS][2]; /* by epoch parity */
+  uint32_t epoch[RCCLX_MAX_BLOCKS]; /* barriers passed by this rank's block b */
+  uint32_t calls[RCCLX_MAX_BLOCKS]; /* calls run by this rank's block b */
+  rcclx_error_record error;
+} rcclx_signal;
+
+typedef struct rcclx_dev_comm {
+  int32_t rank, nranks;
+  int32_t nblocks, nthreads; /* the fixed grid of every collective kernel */
+  void* bufs[RCCLX_MAX_RANKS];
+  rcclx_signal* sigs[RCCLX_MAX_RANKS];
+  size_t region_bytes;
+  uint64_t watchdog_ns; /* 0: wait forever */
+} rcclx_dev_comm;
+
+/* Byte offset of a region in every rank's buffer. */
+#define RCCLX_REGION_COPY0 0
+#define RCCLX_REGION_COPY1 1
+#define RCCLX_REGION_INPUT 2
+#define RCCLX_NUM_REGIONS 3
+
+/* Creation parameters; zero fields take defaults (and RCCLX_* environment
+ * overrides, see rcclx_config_resolve). */
+typedef struct rcclx_config {
+  size_t region_bytes;  /* default 32 MiB (RCCLX_BUFFER_BYTES) */
+  int nthreads;         /* default 512 */
+  int max_blocks;       /* default 64, at most RCCLX_MAX_BLOCKS (RCCLX_NBLOCKS) */
+  uint64_t watchdog_ns; /* default 0 = off (RCCLX_WATCHDOG_MS) */
+} rcclx_config;
+
+typedef enum { RCCLX_COMM_LOCAL = 1, RCCLX_COMM_IPC = 2 } rcclx_comm_kind;
+
+/* Host handle of one rank.  Zero-initialise before init; destroy is safe on
+ * a zeroed or half-built handle. */
+typedef struct rcclx_comm {
+  rcclx_dev_comm view;
+  int device;
+  int kind;           /* rcclx_comm_kind, 0 if not built */
+  int ranks_on_device; /* ranks sharing this GPU (virtual ranks) */
+  void* alloc;        /* this rank's buffer + signal allocation */
+  void* ipc_mapped[RCCLX_MAX_RANKS]; /* peers' allocations opened by IPC */
+  size_t flat_max_bytes;  /* auto: flat at or below this, tree above */
+} rcclx_comm;
+
+RCCLX_HOST size_t rcclx_env_size(const char* name, size_t fallback) {
+  const char* s = getenv(name);
+  if (!s || !*s) return fallback;
+  char* end = NULL;
+  unsigned long long v = strtoull(s, &end, 10);
+  return (end && *end == '\0') ? (size_t)v : fallback;
+}
+
+/* Defaults and environment applied; returns an error for values out of range. */
+RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_config* out) {
+  rcclx_config c;
+  memset(&c, 0, sizeof c);
+  if (in) c = *in;
+  if (!c.region_bytes) c.region_bytes = rcclx_env_size("RCCLX_BUFFER_BYTES", (size_t)32 << 20);
+  if (!c.nthreads) c.nthreads = 512;
+  if (!c.max_blocks) c.max_blocks = (int)rcclx_env_size("RCCLX_NBLOCKS", 64);
+  if (!c.watchdog_ns) c.watchdog_ns = (uint64_t)rcclx_env_size("RCCLX_WATCHDOG_MS", 0) * 1000000ull;
+  if (c.region_bytes < 4096 || (c.region_bytes & 4095u)) return RCCLX_ERR_INVALID_ARGUMENT;
+  if (c.nthreads < 64 || c.nthreads > 1024 || (c.nthreads & 63)) return RCCLX_ERR_INVALID_ARGUMENT;
+  if (c.max_blocks < 1 || c.max_blocks > RCCLX_MAX_BLOCKS) return RCCLX_ERR_INVALID_ARGUMENT;
+  *out = c;
+  return RCCLX_SUCCESS;
+}
+
+/* What every rank must agree on; compared at creation. */
+RCCLX_HOST int rcclx_view_shape_equal(const rcclx_dev_comm* a, const rcclx_dev_comm* b) {
+  return a->nranks == b->nranks && a->nblocks == b->nblocks && a->nthreads == b->nthreads &&
+         a->region_bytes == b->region_bytes;
+}
+
+/* The registered input region of this rank: a producer writes a message of
+ * at most region_bytes here and passes this pointer as `send` to make the
+ * call zero-copy. */
+RCCLX_HOST void* rcclx_comm_input(const rcclx_comm* comm) {
+  return comm && comm->view.bufs[comm->view.rank]
+             ? (char*)comm->view.bufs[comm->view.rank] + RCCLX_REGION_INPUT * comm->view.region_bytes
+             : NULL;
+}

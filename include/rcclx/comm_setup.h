@@ -1,0 +1,233 @@
+/* rcclx/comm_setup.h - building and tearing down rank views (GPU builds).
+ * Included by rcclx/comm.h; see there for the buffer layout and fixed grid.
+ *
+ *   rcclx_comms_init_local  one process drives every rank: one GPU per rank
+ *                           (peer access enabled) or several ranks on one
+ *                           GPU (virtual ranks), or a mix;
+ *   rcclx_comm_init_ipc     one process per rank; IPC handles exchanged by
+ *                           an all-gather the caller supplies (MPI,
+ *                           torch.distributed, a socket, a file...);
+ *   rcclx_comm_destroy      releases everything; safe on a zeroed or
+ *                           half-built comm and after a failed init;
+ *   rcclx_comm_check        reads and clears the error a kernel recorded.
+ */
+#pragma once
+
+#include <rcclx/comm.h>
+#include <rcclx/dda/kernels.h>
+#include <rcclx/dda/plan.h>
+
+#if defined(RCCLX_GPU_LANG)
+
+/* rank_bytes is what each rank contributes; all receives nranks * that,
+ * rank r's part at offset r * rank_bytes.  Returns 0 on success. */
+typedef int (*rcclx_allgather_fn)(void* ctx, const void* mine, void* all, size_t rank_bytes);
+
+RCCLX_HOST size_t rcclx_comm_alloc_bytes(size_t region_bytes) {
+  return RCCLX_NUM_REGIONS * region_bytes + rcclx_align16(sizeof(rcclx_signal));
+}
+
+/* Restores the caller's current device on scope exit (C style: call it). */
+RCCLX_HOST rcclx_status rcclx_set_device_(int device, int* previous) {
+  if (hipGetDevice(previous) != hipSuccess) return RCCLX_ERR_NO_DEVICE;
+  if (*previous != device && hipSetDevice(device) != hipSuccess) return RCCLX_ERR_NO_DEVICE;
+  return RCCLX_SUCCESS;
+}
+
+/* Grid of every collective kernel of a rank: co-resident with the grids of
+ * the other ranks that share its GPU. */
+RCCLX_HOST rcclx_status rcclx_comm_grid_(const rcclx_config* cfg, int device, int ranks_on_device, int* nblocks) {
+  int sms = 0;
+  if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) return RCCLX_ERR_RUNTIME;
+  const int occ = rcclx_dda_min_occupancy(cfg->nthreads);
+  if (occ < 1) return RCCLX_ERR_RUNTIME;
+  int b = sms * occ / (ranks_on_device > 0 ? ranks_on_device : 1);
+  if (b > cfg->max_blocks) b = cfg->max_blocks;
+  if (b < 1) return RCCLX_ERR_INVALID_NRANKS; /* more ranks than co-resident blocks */
+  *nblocks = b;
+  return RCCLX_SUCCESS;
+}
+
+RCCLX_HOST rcclx_status rcclx_comm_alloc_(rcclx_comm* c, const rcclx_config* cfg) {
+  const size_t bytes = rcclx_comm_alloc_bytes(cfg->region_bytes);
+  if (hipMalloc(&c->alloc, bytes) != hipSuccess) {
+    c->alloc = NULL;
+    return RCCLX_ERR_OUT_OF_MEMORY;
+  }
+  if (hipMemset(c->alloc, 0, bytes) != hipSuccess) return RCCLX_ERR_RUNTIME;
+  return RCCLX_SUCCESS;
+}
+
+RCCLX_HOST void rcclx_comm_destroy(rcclx_comm* c) {
+  if (!c) return;
+  int prev = 0;
+  const int switched = c->kind && rcclx_set_device_(c->device, &prev) == RCCLX_SUCCESS;
+  for (int r = 0; r < RCCLX_MAX_RANKS; ++r)
+    if (c->ipc_mapped[r]) (void)hipIpcCloseMemHandle(c->ipc_mapped[r]);
+  if (c->alloc) (void)hipFree(c->alloc);
+  if (switched && prev != c->device) (void)hipSetDevice(prev);
+  memset(c, 0, sizeof *c);
+}
+
+RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const rcclx_config* cfg, int nblocks) {
+  c->view.rank = rank;
+  c->view.nranks = nranks;
+  c->view.nblocks = nblocks;
+  c->view.nthreads = cfg->nthreads;
+  c->view.region_bytes = cfg->region_bytes;
+  c->view.watchdog_ns = cfg->watchdog_ns;
+  c->flat_max_bytes = rcclx_default_flat_max_bytes(nranks);
+}
+RCCLX_HOST void rcclx_comm_set_peer_(rcclx_comm* c, int r, void* alloc, size_t region_bytes) {
+  c->view.bufs[r] = alloc;
+  c->view.sigs[r] = (rcclx_signal*)((char*)alloc + RCCLX_NUM_REGIONS * region_bytes);
+}
+
+/* One process, nranks ranks; rank r runs on devices[r].  Fills comms[0..nranks).
+ * On failure every comm is destroyed (zeroed) and the status returned. */
+RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, const rcclx_config* config,
+                                               rcclx_comm* comms) {
+  if (!devices || !comms) return RCCLX_ERR_NULL_POINTER;
+  if (nranks < 2 || nranks > RCCLX_MAX_RANKS) return RCCLX_ERR_INVALID_NRANKS;
+  rcclx_config cfg;
+  RCCLX_TRY(rcclx_config_resolve(config, &cfg));
+  int ndev = 0;
+  if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) return RCCLX_ERR_NO_DEVICE;
+  for (int r = 0; r < nranks; ++r)
+    if (devices[r] < 0 || devices[r] >= ndev) return RCCLX_ERR_NO_DEVICE;
+  memset(comms, 0, sizeof(rcclx_comm) * (size_t)nranks);
+  int prev = 0;
+  rcclx_status st = rcclx_set_device_(devices[0], &prev);
+  if (st != RCCLX_SUCCESS) return st;
+  /* One grid for all ranks (they must agree): the tightest device decides. */
+  int nblocks = RCCLX_MAX_BLOCKS;
+  for (int r = 0; r < nranks && st == RCCLX_SUCCESS; ++r) {
+    int share = 0, b = 0;
+    for (int q = 0; q < nranks; ++q) share += devices[q] == devices[r];
+    if ((st = rcclx_set_device_(devices[r], &b)) == RCCLX_SUCCESS) st = rcclx_comm_grid_(&cfg, devices[r], share, &b);
+    if (st == RCCLX_SUCCESS && b < nblocks) nblocks = b;
+    comms[r].ranks_on_device = share;
+  }
+  for (int r = 0; r < nranks && st == RCCLX_SUCCESS; ++r) {
+    comms[r].device = devices[r];
+    comms[r].kind = RCCLX_COMM_LOCAL;
+    rcclx_comm_fill_view_(&comms[r], r, nranks, &cfg, nblocks);
+    if ((st = rcclx_set_device_(devices[r], &ndev)) == RCCLX_SUCCESS) st = rcclx_comm_alloc_(&comms[r], &cfg);
+    for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
+      if (devices[q] == devices[r]) continue;
+      int can = 0;
+      if (hipDeviceCanAccessPeer(&can, devices[r], devices[q]) != hipSuccess || !can) {
+        st = RCCLX_ERR_PEER_ACCESS;
+      } else {
+        hipError_t e = hipDeviceEnablePeerAccess(devices[q], 0);
+        if (e == hipErrorPeerAccessAlreadyEnabled) (void)hipGetLastError();
+        else if (e != hipSuccess) st = RCCLX_ERR_PEER_ACCESS;
+      }
+    }
+  }
+  for (int r = 0; r < nranks && st == RCCLX_SUCCESS; ++r)
+    for (int q = 0; q < nranks; ++q) rcclx_comm_set_peer_(&comms[r], q, comms[q].alloc, cfg.region_bytes);
+  (void)hipSetDevice(prev);
+  if (st != RCCLX_SUCCESS)
+    for (int r = 0; r < nranks; ++r) rcclx_comm_destroy(&comms[r]);
+  return st;
+}
+
+/* What each rank publishes in the IPC all-gather. */
+typedef struct rcclx_ipc_card {
+  hipIpcMemHandle_t handle;
+  int32_t rank, nranks, nthreads, max_blocks;
+  int32_t pci_bus, pci_device, pci_domain, grid_share_blocks;
+  uint64_t region_bytes, watchdog_ns;
+} rcclx_ipc_card;
+
+/* One process per rank.  Every rank calls it with the same nranks and
+ * config; `allgather` runs twice (cards, then grid sizes).  Ranks on the
+ * same GPU (several processes sharing it) size the grid for co-residency.
+ * Returns RCCLX_ERR_RANK_MISMATCH when ranks disagree on the shape. */
+RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, const rcclx_config* config,
+                                            rcclx_allgather_fn allgather, void* ctx, rcclx_comm* c) {
+  if (!allgather || !c) return RCCLX_ERR_NULL_POINTER;
+  if (nranks < 2 || nranks > RCCLX_MAX_RANKS) return RCCLX_ERR_INVALID_NRANKS;
+  if (rank < 0 || rank >= nranks) return RCCLX_ERR_INVALID_RANK;
+  rcclx_config cfg;
+  RCCLX_TRY(rcclx_config_resolve(config, &cfg));
+  memset(c, 0, sizeof *c);
+  int prev = 0;
+  RCCLX_TRY(rcclx_set_device_(device, &prev));
+  c->device = device;
+  c->kind = RCCLX_COMM_IPC;
+  rcclx_ipc_card cards[RCCLX_MAX_RANKS], mine;
+  memset(&mine, 0, sizeof mine);
+  rcclx_status st = rcclx_comm_alloc_(c, &cfg);
+  if (st == RCCLX_SUCCESS && hipIpcGetMemHandle(&mine.handle, c->alloc) != hipSuccess) st = RCCLX_ERR_PEER_ACCESS;
+  (void)hipDeviceGetAttribute(&mine.pci_bus, hipDeviceAttributePciBusId, device);
+  (void)hipDeviceGetAttribute(&mine.pci_device, hipDeviceAttributePciDeviceId, device);
+  mine.pci_domain = 0;
+  mine.rank = rank;
+  mine.nranks = nranks;
+  mine.nthreads = cfg.nthreads;
+  mine.max_blocks = cfg.max_blocks;
+  mine.region_bytes = cfg.region_bytes;
+  mine.watchdog_ns = cfg.watchdog_ns;
+  /* Even a failed rank joins the exchange, so the others do not wait forever. */
+  if (st != RCCLX_SUCCESS) mine.nranks = -1;
+  if (allgather(ctx, &mine, cards, sizeof(rcclx_ipc_card)) != 0) st = RCCLX_ERR_RUNTIME;
+  int share = 0;
+  for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
+    const rcclx_ipc_card* k = &cards[q];
+    if (k->nranks == -1) st = RCCLX_ERR_PEER_ACCESS;
+    else if (k->rank != q || k->nranks != nranks || k->nthreads != mine.nthreads || k->max_blocks != mine.max_blocks ||
+             k->region_bytes != mine.region_bytes || k->watchdog_ns != mine.watchdog_ns)
+      st = RCCLX_ERR_RANK_MISMATCH;
+    share += k->pci_bus == mine.pci_bus && k->pci_device == mine.pci_device;
+  }
+  c->ranks_on_device = share;
+  int nblocks = 0;
+  if (st == RCCLX_SUCCESS) st = rcclx_comm_grid_(&cfg, device, share, &nblocks);
+  /* Second exchange: the grid all ranks will use (the smallest). */
+  int32_t grids[RCCLX_MAX_RANKS], my_grid = st == RCCLX_SUCCESS ? nblocks : -1;
+  if (allgather(ctx, &my_grid, grids, sizeof(int32_t)) != 0 && st == RCCLX_SUCCESS) st = RCCLX_ERR_RUNTIME;
+  for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
+    if (grids[q] < 1) st = RCCLX_ERR_PEER_ACCESS;
+    else if (grids[q] < nblocks) nblocks = grids[q];
+  }
+  if (st == RCCLX_SUCCESS) {
+    rcclx_comm_fill_view_(c, rank, nranks, &cfg, nblocks);
+    rcclx_comm_set_peer_(c, rank, c->alloc, cfg.region_bytes);
+    for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
+      if (q == rank) continue;
+      void* p = NULL;
+      if (hipIpcOpenMemHandle(&p, cards[q].handle, hipIpcMemLazyEnablePeerAccess) != hipSuccess) {
+        st = RCCLX_ERR_PEER_ACCESS;
+      } else {
+        c->ipc_mapped[q] = p;
+        rcclx_comm_set_peer_(c, q, p, cfg.region_bytes);
+      }
+    }
+  }
+  (void)hipSetDevice(prev);
+  if (st != RCCLX_SUCCESS) rcclx_comm_destroy(c);
+  return st;
+}
+
+/* Reads and clears the first error a kernel of this rank recorded.  Call
+ * after the rank's stream is synchronised.  RCCLX_ERR_PEER_TIMEOUT or
+ * RCCLX_ERR_RANK_MISMATCH leave the barrier epochs out of step: destroy the
+ * communicators of all ranks and create new ones. */
+RCCLX_HOST rcclx_status rcclx_comm_check(rcclx_comm* c, rcclx_error_record* detail) {
+  if (!c || !c->kind) return RCCLX_ERR_NULL_POINTER;
+  int prev = 0;
+  RCCLX_TRY(rcclx_set_device_(c->device, &prev));
+  rcclx_error_record rec;
+  rcclx_error_record* dev = &c->view.sigs[c->view.rank]->error;
+  rcclx_status st = RCCLX_SUCCESS;
+  if (hipMemcpy(&rec, dev, sizeof rec, hipMemcpyDeviceToHost) != hipSuccess) st = RCCLX_ERR_RUNTIME;
+  else if (rec.status && hipMemset(dev, 0, sizeof rec) != hipSuccess) st = RCCLX_ERR_RUNTIME;
+  (void)hipSetDevice(prev);
+  if (st != RCCLX_SUCCESS) return st;
+  if (detail) *detail = rec;
+  return (rcclx_status)rec.status;
+}
+
+#endif /* RCCLX_GPU_LANG */

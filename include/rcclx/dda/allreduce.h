@@ -1,0 +1,76 @@
+/* rcclx/dda/allreduce.h - the host AllReduce launcher.
+ *
+ *   rcclx_allreduce(comm, send, recv, count, dtype, op, algo, stream)
+ *
+ * Every rank calls it with the same count, dtype, op and algo (ranks that
+ * disagree are caught in-kernel and reported by rcclx_comm_check as
+ * RCCLX_ERR_RANK_MISMATCH).  It is stream-ordered and graph-capturable: no
+ * host state changes between calls, nothing needs a reset.
+ *   - send == recv is in place; otherwise they must not overlap.
+ *   - send == rcclx_comm_input(comm): zero-copy, the message must fit in the
+ *     region (the path a fused GEMM epilogue uses); any other send is copied
+ *     in by the kernel itself, in chunks of the region size for any count.
+ *   - count == 0 returns RCCLX_SUCCESS and launches nothing.
+ *   - algo AUTO picks flat up to comm->flat_max_bytes, tree above; flat and
+ *     tree results are bitwise identical, so the choice never changes numbers.
+ *   - Result: fp32 reduction in rank order 0..nranks-1, rounded once to
+ *     dtype, bitwise identical on every rank and independent of the grid.
+ */
+#pragma once
+
+#include <rcclx/comm_setup.h>
+#include <rcclx/dda/kernels.h>
+#include <rcclx/dda/plan.h>
+
+#if defined(RCCLX_GPU_LANG)
+
+template <typename T, int OP, int NMAX>
+RCCLX_HOST void rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, const void* send, void* recv, size_t n,
+                                  uint32_t sig, int zero_copy, hipStream_t s) {
+  if (algo == RCCLX_ALGO_FLAT)
+    rcclx_dda_flat_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig, zero_copy);
+  else
+    rcclx_dda_tree_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig, zero_copy);
+}
+template <typename T, int OP>
+RCCLX_HOST void rcclx_dda_launch_n_(const rcclx_dev_comm& v, rcclx_algo a, const void* sd, void* rv, size_t n,
+                                    uint32_t sig, int zc, hipStream_t s) {
+  if (v.nranks <= 2) rcclx_dda_launch_<T, OP, 2>(v, a, sd, rv, n, sig, zc, s);
+  else if (v.nranks <= 4) rcclx_dda_launch_<T, OP, 4>(v, a, sd, rv, n, sig, zc, s);
+  else rcclx_dda_launch_<T, OP, 8>(v, a, sd, rv, n, sig, zc, s);
+}
+template <typename T>
+RCCLX_HOST void rcclx_dda_launch_op_(const rcclx_dev_comm& v, rcclx_op op, rcclx_algo a, const void* sd, void* rv,
+                                     size_t n, uint32_t sig, int zc, hipStream_t s) {
+  if (op == RCCLX_SUM) rcclx_dda_launch_n_<T, RCCLX_SUM>(v, a, sd, rv, n, sig, zc, s);
+  else if (op == RCCLX_MAX) rcclx_dda_launch_n_<T, RCCLX_MAX>(v, a, sd, rv, n, sig, zc, s);
+  else rcclx_dda_launch_n_<T, RCCLX_MIN>(v, a, sd, rv, n, sig, zc, s);
+}
+
+RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void* recv, size_t count, rcclx_dtype dtype,
+                                        rcclx_op op, rcclx_algo algo, hipStream_t stream) {
+  if (!comm || !comm->kind) return RCCLX_ERR_NULL_POINTER;
+  if (count == 0) return RCCLX_SUCCESS;
+  RCCLX_TRY(rcclx_allreduce_check(&comm->view, send, recv, count, dtype, op, algo));
+  const size_t es = rcclx_dtype_size(dtype);
+  const int zero_copy = send == rcclx_comm_input(comm);
+  const rcclx_algo a = rcclx_allreduce_choose(algo, count * es, comm->flat_max_bytes);
+  const size_t chunk = zero_copy ? count : rcclx_allreduce_chunk_elems(comm->view.region_bytes, dtype);
+  int prev = 0;
+  RCCLX_TRY(rcclx_set_device_(comm->device, &prev));
+  rcclx_status st = RCCLX_SUCCESS;
+  for (size_t done = 0; done < count && st == RCCLX_SUCCESS; done += chunk) {
+    const size_t n = count - done < chunk ? count - done : chunk;
+    const uint32_t sig = rcclx_call_signature(n, dtype, op, a, zero_copy);
+    const char* sd = (const char*)send + done * es;
+    char* rv = (char*)recv + done * es;
+    if (dtype == RCCLX_FLOAT32) rcclx_dda_launch_op_<float>(comm->view, op, a, sd, rv, n, sig, zero_copy, stream);
+    else if (dtype == RCCLX_FLOAT16) rcclx_dda_launch_op_<rcclx_f16>(comm->view, op, a, sd, rv, n, sig, zero_copy, stream);
+    else rcclx_dda_launch_op_<rcclx_bf16>(comm->view, op, a, sd, rv, n, sig, zero_copy, stream);
+    if (hipGetLastError() != hipSuccess) st = RCCLX_ERR_RUNTIME;
+  }
+  if (prev != comm->device) (void)hipSetDevice(prev);
+  return st;
+}
+
+#endif /* RCCLX_GPU_LANG */

@@ -1,0 +1,73 @@
+/* rcclx/dda/flat.h - one-shot (DDA flat) reduction pieces.
+ *
+ * Every rank reads a 16-byte vector from every rank's buffer, reduces in
+ * fp32 in rank order 0..nranks-1 (the same order on every rank, so results
+ * are bitwise identical everywhere) and rounds once to T.
+ */
+#pragma once
+
+#include <rcclx/signal.h>
+
+#if defined(RCCLX_GPU_LANG)
+
+/* Vector v (elements v*V .. v*V+V-1, V = 16/sizeof(T)) of a user array of n
+ * elements; lanes past n read as 0 and are never written. p 16-byte aligned. */
+template <typename T>
+RCCLX_DEVICE rcclx_vec16 rcclx_load_vec_clipped(const T* p, size_t v, size_t n) {
+  const int V = RCCLX_PACK_ELEMS(T);
+  if ((v + 1) * V <= n) return rcclx_ld16(p + v * V);
+  T e[RCCLX_PACK_ELEMS(T)];
+  RCCLX_UNROLL
+  for (int i = 0; i < V; ++i) e[i] = v * V + i < n ? p[v * V + i] : rcclx_from_f32<T>(0.0f);
+  rcclx_vec16 r;
+  memcpy(&r, e, 16);
+  return r;
+}
+template <typename T>
+RCCLX_DEVICE void rcclx_store_vec_clipped(T* p, size_t v, size_t n, rcclx_vec16 x) {
+  const int V = RCCLX_PACK_ELEMS(T);
+  if ((v + 1) * V <= n) {
+    rcclx_st16(p + v * V, x);
+    return;
+  }
+  T e[RCCLX_PACK_ELEMS(T)];
+  memcpy(e, &x, 16);
+  for (int i = 0; i < V && v * V + i < n; ++i) p[v * V + i] = e[i];
+}
+
+/* Reduce vector v from every rank's buffer at byte offset src_off.  NMAX >=
+ * nranks is a compile-time bound: all loads are in flight before the first
+ * add.  The caller guarantees the peers' data is visible (a barrier or a
+ * tile wait).  Returns the packed result (rounded once to T). */
+template <typename T, int OP, int NMAX>
+RCCLX_DEVICE rcclx_vec16 rcclx_dda_reduce_vector(const rcclx_dev_comm& c, size_t src_off, size_t v) {
+  const int V = RCCLX_PACK_ELEMS(T);
+  rcclx_vec16 x[NMAX];
+  RCCLX_UNROLL
+  for (int r = 0; r < NMAX; ++r)
+    if (r < c.nranks) x[r] = rcclx_ld16((const char*)c.bufs[r] + src_off + v * 16);
+  float acc[RCCLX_PACK_ELEMS(T)], y[RCCLX_PACK_ELEMS(T)];
+  rcclx_unpack16<T>(x[0], acc);
+  RCCLX_UNROLL
+  for (int r = 1; r < NMAX; ++r) {
+    if (r < c.nranks) {
+      rcclx_unpack16<T>(x[r], y);
+      RCCLX_UNROLL
+      for (int i = 0; i < V; ++i) acc[i] = rcclx_reduce_f32<OP>(acc[i], y[i]);
+    }
+  }
+  return rcclx_pack16<T>(acc);
+}
+
+/* Block granularity, for fused kernels: this block's threads reduce vectors
+ * [v_begin, v_end) of a message of n elements held at src_off in every
+ * rank's buffer, writing elements < n of out.  Call after the data is
+ * visible on all ranks; all threads of the block may call it. */
+template <typename T, int OP, int NMAX>
+RCCLX_DEVICE void rcclx_dda_flat_reduce_block(const rcclx_dev_comm& c, size_t src_off, size_t v_begin, size_t v_end,
+                                              size_t n, T* out) {
+  for (size_t v = v_begin + threadIdx.x; v < v_end; v += blockDim.x)
+    rcclx_store_vec_clipped(out, v, n, rcclx_dda_reduce_vector<T, OP, NMAX>(c, src_off, v));
+}
+
+#endif /* RCCLX_GPU_LANG */

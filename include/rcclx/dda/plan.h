@@ -1,0 +1,75 @@
+/* rcclx/dda/plan.h - host-side planning and argument checks for the DDA
+ * AllReduce: plain host code, covered by the CPU tests. */
+#pragma once
+
+#include <rcclx/comm.h>
+
+typedef enum {
+  RCCLX_ALGO_AUTO = 0, /* flat up to comm->flat_max_bytes, tree above */
+  RCCLX_ALGO_FLAT = 1, /* one-shot: every rank reads every peer; one barrier */
+  RCCLX_ALGO_TREE = 2, /* two-shot: reduce-scatter + all-gather; two barriers */
+  RCCLX_ALGO_COUNT
+} rcclx_algo;
+
+RCCLX_HOST const char* rcclx_algo_name(rcclx_algo a) {
+  return a == RCCLX_ALGO_AUTO ? "auto" : a == RCCLX_ALGO_FLAT ? "flat" : a == RCCLX_ALGO_TREE ? "tree" : "?";
+}
+
+/* Default flat/tree switch point for nranks (bytes of one rank's message),
+ * from bench/RESULTS.md; RCCLX_FLAT_MAX_BYTES overrides. */
+RCCLX_HOST size_t rcclx_default_flat_max_bytes(int nranks) {
+  const size_t d = nranks <= 2 ? ((size_t)1 << 20) : nranks <= 4 ? ((size_t)512 << 10) : ((size_t)256 << 10);
+  return rcclx_env_size("RCCLX_FLAT_MAX_BYTES", d);
+}
+
+/* AUTO resolved; flat and tree give bitwise-identical results, so this
+ * choice never changes a model's numbers. */
+RCCLX_HOST rcclx_algo rcclx_allreduce_choose(rcclx_algo algo, size_t bytes, size_t flat_max_bytes) {
+  if (algo != RCCLX_ALGO_AUTO) return algo;
+  return bytes <= flat_max_bytes ? RCCLX_ALGO_FLAT : RCCLX_ALGO_TREE;
+}
+
+/* Non-zero fingerprint of a call, compared across ranks in-kernel. */
+RCCLX_HOST uint32_t rcclx_call_signature(size_t count, rcclx_dtype dtype, rcclx_op op, rcclx_algo algo, int zero_copy) {
+  uint64_t h = 1469598103934665603ull;
+  const uint64_t parts[5] = {(uint64_t)count, (uint64_t)dtype, (uint64_t)op, (uint64_t)algo, (uint64_t)zero_copy};
+  for (int i = 0; i < 5; ++i) h = (h ^ parts[i]) * 1099511628211ull;
+  const uint32_t s = (uint32_t)(h ^ (h >> 32));
+  return s ? s : 1u;
+}
+
+/* Argument rules of rcclx_allreduce, checked before any launch:
+ *  - the view is built (nranks 2..8, rank in range, nblocks >= 1);
+ *  - send and recv non-NULL and 16-byte aligned; equal (in place) or not
+ *    overlapping;
+ *  - count >= 1 (count == 0 is a documented no-op handled by the caller);
+ *  - dtype fp32/fp16/bf16, op sum/max/min, algo auto/flat/tree;
+ *  - zero-copy (send == the registered input region): the message must fit
+ *    in the region; copy-in messages of any size are processed in chunks. */
+RCCLX_HOST rcclx_status rcclx_allreduce_check(const rcclx_dev_comm* v, const void* send, const void* recv, size_t count,
+                                              rcclx_dtype dtype, rcclx_op op, rcclx_algo algo) {
+  if (!v) return RCCLX_ERR_NULL_POINTER;
+  if (v->nranks < 2 || v->nranks > RCCLX_MAX_RANKS) return RCCLX_ERR_INVALID_NRANKS;
+  if (v->rank < 0 || v->rank >= v->nranks) return RCCLX_ERR_INVALID_RANK;
+  if (v->nblocks < 1 || v->nblocks > RCCLX_MAX_BLOCKS || v->region_bytes < 4096) return RCCLX_ERR_INVALID_ARGUMENT;
+  for (int r = 0; r < v->nranks; ++r)
+    if (!v->bufs[r] || !v->sigs[r]) return RCCLX_ERR_NULL_POINTER;
+  if (!send || !recv) return RCCLX_ERR_NULL_POINTER;
+  if (((uintptr_t)send | (uintptr_t)recv) & 15u) return RCCLX_ERR_MISALIGNED;
+  const size_t es = rcclx_dtype_size(dtype);
+  if (es == 0) return RCCLX_ERR_UNSUPPORTED_DTYPE;
+  if ((int)op < 0 || op >= RCCLX_OP_COUNT) return RCCLX_ERR_UNSUPPORTED_OP;
+  if ((int)algo < 0 || algo >= RCCLX_ALGO_COUNT) return RCCLX_ERR_INVALID_ARGUMENT;
+  if (count == 0 || count > ((size_t)1 << 48) / es) return RCCLX_ERR_INVALID_COUNT;
+  const size_t bytes = count * es;
+  const char *s = (const char*)send, *r = (const char*)recv;
+  if (s != r && s < r + bytes && r < s + bytes) return RCCLX_ERR_INVALID_ARGUMENT; /* partial overlap */
+  const char* input = (const char*)v->bufs[v->rank] + RCCLX_REGION_INPUT * v->region_bytes;
+  if (s == input && bytes > v->region_bytes) return RCCLX_ERR_BUFFER_TOO_SMALL;
+  return RCCLX_SUCCESS;
+}
+
+/* Elements per launch for copy-in calls: a whole region. */
+RCCLX_HOST size_t rcclx_allreduce_chunk_elems(size_t region_bytes, rcclx_dtype dtype) {
+  return region_bytes / rcclx_dtype_size(dtype);
+}

@@ -1,0 +1,82 @@
+/* rcclx/signal.h - cross-rank barrier between same-index blocks.
+ *
+ * Monotonic epochs, no reset: block b of each rank keeps the number of
+ * barriers it has passed in its own signal area (device memory, bumped
+ * in-kernel), so back-to-back calls, a rank running a call ahead of another,
+ * and graph capture + replay all need no host state and no reset.  A rank
+ * can run at most one barrier ahead of a peer (it cannot pass a barrier the
+ * peer has not reached), so "arrived epoch >= mine" is the whole test, and
+ * 32-bit wrap-around is handled by the signed difference.
+ */
+#pragma once
+
+#include <rcclx/comm.h>
+
+#if defined(RCCLX_GPU_LANG)
+
+#define RCCLX_BARRIER_OK 0
+#define RCCLX_BARRIER_TIMEOUT 1  /* the block must return at once */
+#define RCCLX_BARRIER_MISMATCH 2 /* skip the data work, keep the barriers */
+
+/* Keeps the first error of this rank; later ones are dropped. */
+RCCLX_DEVICE void rcclx_record_error(const rcclx_dev_comm& c, rcclx_status s, int block, int peer, uint32_t epoch) {
+  rcclx_error_record* r = &c.sigs[c.rank]->error;
+  if (atomicCAS(&r->status, 0u, (uint32_t)s) == 0u) {
+    r->rank = c.rank;
+    r->block = block;
+    r->peer = peer;
+    r->epoch = epoch;
+  }
+}
+
+/* Barrier among block `slot` of every rank.  Every thread of the block
+ * calls it.  Ordering: whatever any thread of this block wrote before the
+ * call is visible to every peer's block `slot` once its call returns, and
+ * vice versa.  Why that is enough: the __syncthreads before the arrival
+ * makes the block's writes happen-before thread t's release store (system
+ * scope, cumulative), the peer's acquire load that observes it (system
+ * scope) plus its __syncthreads make them visible to all its threads.  Both
+ * orders are needed at every position: the release also orders the block's
+ * earlier peer READS before the arrival (a peer may overwrite that data
+ * next), the acquire orders later reads and writes after it.
+ * `sig` != 0: also check that every rank passed the same call fingerprint.
+ * Returns RCCLX_BARRIER_OK, _TIMEOUT (watchdog; error recorded) or
+ * _MISMATCH (ranks disagree; error recorded). */
+RCCLX_DEVICE int rcclx_barrier_block(const rcclx_dev_comm& c, int slot, uint32_t sig) {
+  rcclx_signal* me = c.sigs[c.rank];
+  const int t = (int)threadIdx.x;
+  int bad = RCCLX_BARRIER_OK;
+  uint32_t e = 0;
+  __syncthreads();
+  if (t < c.nranks) {
+    e = me->epoch[slot] + 1u;
+    rcclx_signal* peer = c.sigs[t];
+    if (sig) peer->call_sig[slot][c.rank][e & 1u] = sig; /* published by the release below */
+    rcclx_st_release_sys_u32(&peer->arrive[slot][c.rank], e);
+    const uint32_t* flag = &me->arrive[slot][t];
+    uint32_t spins = 0;
+    uint64_t t0 = 0;
+    while ((int32_t)(rcclx_ld_acquire_sys_u32(flag) - e) < 0) {
+      if (c.watchdog_ns && (++spins & 1023u) == 0u) {
+        const uint64_t now = rcclx_wall_ns();
+        if (!t0) {
+          t0 = now;
+        } else if (now - t0 > c.watchdog_ns) {
+          rcclx_record_error(c, RCCLX_ERR_PEER_TIMEOUT, slot, t, e);
+          bad = RCCLX_BARRIER_TIMEOUT;
+          break;
+        }
+      }
+    }
+    if (!bad && sig && me->call_sig[slot][t][e & 1u] != sig) {
+      rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, slot, t, e);
+      bad = RCCLX_BARRIER_MISMATCH;
+    }
+  }
+  const int timeout = __syncthreads_or(bad == RCCLX_BARRIER_TIMEOUT);
+  const int mismatch = __syncthreads_or(bad == RCCLX_BARRIER_MISMATCH);
+  if (t == 0) me->epoch[slot] = e; /* read above by threads < nranks, all past the syncs */
+  return timeout ? RCCLX_BARRIER_TIMEOUT : (mismatch ? RCCLX_BARRIER_MISMATCH : RCCLX_BARRIER_OK);
+}
+
+#endif /* RCCLX_GPU_LANG */

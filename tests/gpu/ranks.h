@@ -1,0 +1,62 @@
+// Rank set-up shared by GPU tests, benches and examples: N ranks on the
+// devices listed in RCCLX_DEVICES (e.g. "0,1,2,3"), else one rank per GPU
+// when enough GPUs exist, else N virtual ranks on GPU 0.
+#pragma once
+#include <rcclx/rcclx.h>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+static inline std::vector<int> rcclx_test_devices(int nranks) {
+  std::vector<int> d(nranks, 0);
+  int ndev = 0;
+  if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) return {};
+  if (const char* env = std::getenv("RCCLX_DEVICES")) {
+    std::vector<int> list;
+    for (const char* p = env; *p;) {
+      list.push_back(std::atoi(p));
+      while (*p && *p != ',') ++p;
+      if (*p == ',') ++p;
+    }
+    for (int r = 0; r < nranks && !list.empty(); ++r) d[r] = list[r % list.size()];
+    return d;
+  }
+  if (ndev >= nranks)
+    for (int r = 0; r < nranks; ++r) d[r] = r;
+  return d;
+}
+
+struct rank_set {
+  int n = 0;
+  std::vector<int> dev;
+  std::vector<rcclx_comm> comm;
+  std::vector<hipStream_t> stream;
+  rcclx_status init(int nranks, const rcclx_config* cfg = nullptr) {
+    n = nranks;
+    dev = rcclx_test_devices(nranks);
+    if ((int)dev.size() != nranks) return RCCLX_ERR_NO_DEVICE;
+    comm.assign(nranks, rcclx_comm{});
+    rcclx_status st = rcclx_comms_init_local(nranks, dev.data(), cfg, comm.data());
+    if (st != RCCLX_SUCCESS) return st;
+    stream.assign(nranks, nullptr);
+    for (int r = 0; r < nranks; ++r) {
+      if (hipSetDevice(dev[r]) != hipSuccess || hipStreamCreateWithFlags(&stream[r], hipStreamNonBlocking) != hipSuccess)
+        return RCCLX_ERR_RUNTIME;
+    }
+    (void)hipSetDevice(dev[0]);
+    return RCCLX_SUCCESS;
+  }
+  hipError_t sync() {
+    hipError_t e = hipSuccess;
+    for (int r = 0; r < n; ++r) {
+      hipError_t x = hipStreamSynchronize(stream[r]);
+      if (x != hipSuccess) e = x;
+    }
+    return e;
+  }
+  ~rank_set() {
+    for (int r = 0; r < (int)stream.size(); ++r)
+      if (stream[r]) (void)hipStreamDestroy(stream[r]);
+    for (auto& c : comm) rcclx_comm_destroy(&c);
+  }
+};

@@ -1,0 +1,321 @@
+// DDA AllReduce on the GPU with 2, 3, 4 and 8 ranks (virtual ranks on one
+// GPU, or real GPUs: see ranks.h).  float64 reference on fresh random
+// inputs; outputs poisoned first; bitwise equality across ranks and across
+// flat / tree / auto.
+#include <rcclx/rcclx.h>
+#include <cmath>
+#include <random>
+#include "gpu_check.h"
+#include "ranks.h"
+
+namespace {
+
+template <typename T> double to_d(T x) { return (double)rcclx_to_f32(x); }
+
+// Max |x| of one element's inputs, for the fp32 accumulation term.
+template <typename T>
+void check_result(const std::vector<std::vector<T>>& in, const std::vector<T>& out, rcclx_op op, size_t& bad) {
+  const size_t n = out.size();
+  const int N = (int)in.size();
+  for (size_t i = 0; i < n; ++i) {
+    double ref = to_d(in[0][i]), abs_sum = std::fabs(ref);
+    for (int r = 1; r < N; ++r) {
+      double x = to_d(in[r][i]);
+      ref = op == RCCLX_SUM ? ref + x : op == RCCLX_MAX ? std::fmax(ref, x) : std::fmin(ref, x);
+      abs_sum += std::fabs(x);
+    }
+    const double y = to_d(out[i]);
+    // fp32 accumulation error (N-1 roundings) + one rounding to T: one ulp of
+    // the result in T (bf16 2^-8, fp16 2^-11, fp32 2^-24 relative).
+    const double ulp = sizeof(T) == 4 ? std::ldexp(1.0, -23) : std::is_same<T, rcclx_bf16>::value ? std::ldexp(1.0, -7) : std::ldexp(1.0, -10);
+    const double lim = op == RCCLX_SUM ? ulp * std::fabs(ref) + N * std::ldexp(1.0, -24) * abs_sum + 1e-30 : 0.0;
+    if (!(std::fabs(y - ref) <= lim)) {
+      if (bad < 5) WARN("i=" << i << " got " << y << " want " << ref << " lim " << lim);
+      ++bad;
+    }
+  }
+}
+
+template <typename T>
+void run_case(rank_set& rs, size_t n, rcclx_op op, bool in_place, std::mt19937& rng) {
+  const int N = rs.n;
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<std::vector<T>> in(N, std::vector<T>(n));
+  for (auto& v : in)
+    for (auto& x : v) x = rcclx_from_f32<T>(nd(rng));
+  std::vector<std::vector<T>> outs[RCCLX_ALGO_COUNT];
+  std::vector<T*> send(N), recv(N);
+  for (int r = 0; r < N; ++r) {
+    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+    GPU_REQUIRE(hipMalloc((void**)&send[r], n * sizeof(T) + 16));
+    GPU_REQUIRE(hipMalloc((void**)&recv[r], n * sizeof(T) + 16));
+  }
+  const rcclx_dtype dt = rcclx_dtype_of<T>::value;
+  for (int a = 0; a < RCCLX_ALGO_COUNT; ++a) {
+    for (int r = 0; r < N; ++r) {
+      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+      GPU_REQUIRE(hipMemcpy(send[r], in[r].data(), n * sizeof(T), hipMemcpyHostToDevice));
+      GPU_REQUIRE(hipMemset(recv[r], 0xFF, n * sizeof(T) + 16));  // poison (NaN)
+    }
+    for (int r = 0; r < N; ++r) {
+      T* dst = in_place ? send[r] : recv[r];
+      REQUIRE(rcclx_allreduce(&rs.comm[r], send[r], dst, n, dt, op, (rcclx_algo)a, rs.stream[r]) == RCCLX_SUCCESS);
+    }
+    GPU_REQUIRE(rs.sync());
+    for (int r = 0; r < N; ++r) REQUIRE(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+    outs[a].assign(N, std::vector<T>(n));
+    for (int r = 0; r < N; ++r) {
+      GPU_REQUIRE(hipMemcpy(outs[a][r].data(), in_place ? send[r] : recv[r], n * sizeof(T), hipMemcpyDeviceToHost));
+      if (!in_place) {  // nothing written past n
+        T tail;
+        GPU_REQUIRE(hipMemcpy(&tail, recv[r] + n, sizeof(T), hipMemcpyDeviceToHost));
+        uint16_t b;
+        memcpy(&b, &tail, 2);
+        CHECK(b == 0xFFFF);
+      }
+    }
+  }
+  INFO("N=" << N << " n=" << n << " dtype=" << rcclx_dtype_name(dt) << " op=" << rcclx_op_name(op) << " in_place=" << in_place);
+  size_t bad = 0;
+  check_result(in, outs[0][0], op, bad);
+  CHECK(bad == 0);
+  for (int a = 0; a < RCCLX_ALGO_COUNT; ++a)
+    for (int r = 0; r < N; ++r) {
+      INFO("algo " << a << " rank " << r);
+      CHECK(memcmp(outs[a][r].data(), outs[0][0].data(), n * sizeof(T)) == 0);  // bitwise everywhere
+    }
+  for (int r = 0; r < N; ++r) {
+    (void)hipFree(send[r]);
+    (void)hipFree(recv[r]);
+  }
+}
+
+// Deterministic per-(seed, rank, i) input, generated on the device; the
+// verifier regenerates every rank's inputs and sums them in the library's
+// order, so it can check bit for bit with no host round trip.
+__device__ __host__ inline float gen(uint32_t seed, int rank, size_t i) {
+  uint32_t h = (uint32_t)(i * 2654435761u) ^ (seed * 40503u + (uint32_t)rank * 2246822519u);
+  h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+  return ((int)(h & 0xffff) - 32768) / 4096.0f;
+}
+__global__ void fill_kernel(rcclx_bf16* p, size_t n, const uint32_t* seed_ptr, int rank) {
+  const uint32_t seed = *seed_ptr;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    p[i] = rcclx_from_f32<rcclx_bf16>(gen(seed, rank, i));
+}
+__global__ void verify_kernel(const rcclx_bf16* out, size_t n, uint32_t* seed_ptr, int nranks, int rank,
+                              unsigned long long* errors) {
+  const uint32_t seed = *seed_ptr;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float acc = rcclx_to_f32(rcclx_from_f32<rcclx_bf16>(gen(seed, 0, i)));
+    for (int r = 1; r < nranks; ++r) acc += rcclx_to_f32(rcclx_from_f32<rcclx_bf16>(gen(seed, r, i)));
+    if (rcclx_from_f32<rcclx_bf16>(acc).bits != out[i].bits) atomicAdd(errors, 1ull);
+  }
+}
+__global__ void bump_kernel(uint32_t* seed_ptr) { *seed_ptr += 1; }
+
+}  // namespace
+
+TEST_CASE("dda allreduce: every dtype, op, algo; odd sizes; in and out of place", "[gpu][dda]") {
+  std::mt19937 rng(2024);
+  for (int N : {2, 3, 4, 8}) {
+    rank_set rs;
+    REQUIRE(rs.init(N) == RCCLX_SUCCESS);
+    for (size_t n : {(size_t)1, (size_t)7, (size_t)1023, (size_t)4096, (size_t)1000003}) {
+      for (rcclx_op op : {RCCLX_SUM, RCCLX_MAX, RCCLX_MIN}) {
+        run_case<rcclx_bf16>(rs, n, op, false, rng);
+        run_case<rcclx_f16>(rs, n, op, n % 2 == 1, rng);
+        run_case<float>(rs, n, op, false, rng);
+      }
+    }
+  }
+}
+
+TEST_CASE("dda allreduce: large messages up to 64 MiB and chunking past the buffer", "[gpu][dda]") {
+  std::mt19937 rng(7);
+  rcclx_config cfg = {};
+  cfg.region_bytes = (size_t)8 << 20;  // 64 MiB messages run as 8 chunks
+  for (int N : {2, 8}) {
+    rank_set rs;
+    REQUIRE(rs.init(N, &cfg) == RCCLX_SUCCESS);
+    run_case<rcclx_bf16>(rs, (size_t)32 << 20, RCCLX_SUM, false, rng);  // 64 MiB
+    run_case<float>(rs, ((size_t)16 << 20) + 3, RCCLX_SUM, true, rng);   // 64 MiB + 12 B
+  }
+}
+
+TEST_CASE("dda allreduce: zero-copy from the registered input region", "[gpu][dda]") {
+  const int N = 4;
+  const size_t n = 300001;
+  rank_set rs;
+  REQUIRE(rs.init(N) == RCCLX_SUCCESS);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  for (int a = 1; a < RCCLX_ALGO_COUNT; ++a) {
+    std::vector<std::vector<rcclx_bf16>> in(N, std::vector<rcclx_bf16>(n));
+    std::vector<rcclx_bf16*> out(N);
+    for (int r = 0; r < N; ++r) {
+      for (auto& x : in[r]) x = rcclx_from_f32<rcclx_bf16>(nd(rng));
+      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+      GPU_REQUIRE(hipMemcpy(rcclx_comm_input(&rs.comm[r]), in[r].data(), n * 2, hipMemcpyHostToDevice));
+      GPU_REQUIRE(hipMalloc((void**)&out[r], n * 2));
+      GPU_REQUIRE(hipMemset(out[r], 0xFF, n * 2));
+    }
+    for (int r = 0; r < N; ++r)
+      REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), out[r], n, RCCLX_BFLOAT16, RCCLX_SUM,
+                              (rcclx_algo)a, rs.stream[r]) == RCCLX_SUCCESS);
+    GPU_REQUIRE(rs.sync());
+    std::vector<rcclx_bf16> h(n), h0(n);
+    size_t bad = 0;
+    for (int r = 0; r < N; ++r) {
+      GPU_REQUIRE(hipMemcpy(h.data(), out[r], n * 2, hipMemcpyDeviceToHost));
+      if (r == 0) { h0 = h; check_result(in, h, RCCLX_SUM, bad); }
+      CHECK(memcmp(h.data(), h0.data(), n * 2) == 0);
+      (void)hipFree(out[r]);
+    }
+    CHECK(bad == 0);
+    // Too large for the region: rejected before any launch.
+    CHECK(rcclx_allreduce(&rs.comm[0], rcclx_comm_input(&rs.comm[0]), out[0], (size_t)64 << 20, RCCLX_BFLOAT16,
+                          RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[0]) == RCCLX_ERR_BUFFER_TOO_SMALL);
+  }
+}
+
+// Back-to-back calls with changing data (generated on the device) and no
+// reset, then the same in a captured graph replayed 1000 times.
+static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
+  rank_set rs;
+  REQUIRE(rs.init(N) == RCCLX_SUCCESS);
+  std::vector<rcclx_bf16*> in(N), out(N);
+  std::vector<uint32_t*> seed(N);
+  std::vector<unsigned long long*> err(N);
+  for (int r = 0; r < N; ++r) {
+    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+    GPU_REQUIRE(hipMalloc((void**)&in[r], n * 2));
+    GPU_REQUIRE(hipMalloc((void**)&out[r], n * 2));
+    GPU_REQUIRE(hipMalloc((void**)&seed[r], 4));
+    GPU_REQUIRE(hipMalloc((void**)&err[r], 8));
+    GPU_REQUIRE(hipMemset(seed[r], 0, 4));
+    GPU_REQUIRE(hipMemset(err[r], 0, 8));
+  }
+  auto step = [&](int r) {
+    hipStream_t s = rs.stream[r];
+    fill_kernel<<<64, 256, 0, s>>>(in[r], n, seed[r], r);
+    REQUIRE(rcclx_allreduce(&rs.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, algo, s) == RCCLX_SUCCESS);
+    verify_kernel<<<64, 256, 0, s>>>(out[r], n, seed[r], N, r, err[r]);
+    bump_kernel<<<1, 1, 0, s>>>(seed[r]);
+  };
+  if (!graph) {
+    for (int i = 0; i < calls; ++i)
+      for (int r = 0; r < N; ++r) {
+        GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+        step(r);
+      }
+    GPU_REQUIRE(rs.sync());
+  } else {
+    // Fork/join over the rank streams inside one capture on rank 0's stream.
+    GPU_REQUIRE(hipSetDevice(rs.dev[0]));
+    std::vector<hipEvent_t> ev(N + 1);
+    for (auto& e : ev) GPU_REQUIRE(hipEventCreateWithFlags(&e, hipEventDisableTiming));
+    hipGraph_t g;
+    hipGraphExec_t ge;
+    GPU_REQUIRE(hipStreamBeginCapture(rs.stream[0], hipStreamCaptureModeRelaxed));
+    GPU_REQUIRE(hipEventRecord(ev[N], rs.stream[0]));
+    for (int r = 1; r < N; ++r) GPU_REQUIRE(hipStreamWaitEvent(rs.stream[r], ev[N], 0));
+    for (int r = 0; r < N; ++r) step(r);
+    for (int r = 1; r < N; ++r) {
+      GPU_REQUIRE(hipEventRecord(ev[r], rs.stream[r]));
+      GPU_REQUIRE(hipStreamWaitEvent(rs.stream[0], ev[r], 0));
+    }
+    GPU_REQUIRE(hipStreamEndCapture(rs.stream[0], &g));
+    GPU_REQUIRE(hipGraphInstantiateWithFlags(&ge, g, 0));
+    for (int i = 0; i < calls; ++i) GPU_REQUIRE(hipGraphLaunch(ge, rs.stream[0]));
+    GPU_REQUIRE(hipStreamSynchronize(rs.stream[0]));
+    GPU_REQUIRE(hipGraphExecDestroy(ge));
+    GPU_REQUIRE(hipGraphDestroy(g));
+    for (auto& e : ev) GPU_REQUIRE(hipEventDestroy(e));
+  }
+  for (int r = 0; r < N; ++r) {
+    unsigned long long e = 1;
+    uint32_t s = 0;
+    GPU_REQUIRE(hipMemcpy(&e, err[r], 8, hipMemcpyDeviceToHost));
+    GPU_REQUIRE(hipMemcpy(&s, seed[r], 4, hipMemcpyDeviceToHost));
+    INFO("rank " << r << " graph " << graph << " algo " << algo);
+    CHECK(e == 0);
+    CHECK(s == (uint32_t)calls);  // every call ran, with new data each time
+    CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+    (void)hipFree(in[r]); (void)hipFree(out[r]); (void)hipFree(seed[r]); (void)hipFree(err[r]);
+  }
+}
+
+TEST_CASE("dda allreduce: 10,000 back-to-back calls, no reset", "[gpu][dda]") {
+  repeated(8, 10000, false, RCCLX_ALGO_FLAT, 4099);
+  repeated(4, 2000, false, RCCLX_ALGO_TREE, 70001);
+}
+
+TEST_CASE("dda allreduce: graph capture and 1000 replays with changing data", "[gpu][dda]") {
+  repeated(8, 1000, true, RCCLX_ALGO_FLAT, 4099);
+  repeated(8, 1000, true, RCCLX_ALGO_TREE, 70001);
+  repeated(3, 1000, true, RCCLX_ALGO_AUTO, 1 << 20);
+}
+
+TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an error", "[gpu][dda]") {
+  rcclx_config cfg = {};
+  cfg.watchdog_ns = 200ull * 1000 * 1000;
+  const int N = 4;
+  rank_set rs;
+  REQUIRE(rs.init(N, &cfg) == RCCLX_SUCCESS);
+  std::vector<float*> buf(N);
+  for (int r = 0; r < N; ++r) {
+    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+    GPU_REQUIRE(hipMalloc((void**)&buf[r], 4096 * 4));
+    GPU_REQUIRE(hipMemset(buf[r], 0, 4096 * 4));
+  }
+  for (int r = 1; r < N; ++r)  // rank 0 never calls
+    REQUIRE(rcclx_allreduce(&rs.comm[r], buf[r], buf[r], 4096, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT,
+                            rs.stream[r]) == RCCLX_SUCCESS);
+  GPU_REQUIRE(rs.sync());  // returns: no hang
+  for (int r = 1; r < N; ++r) {
+    rcclx_error_record rec;
+    CHECK(rcclx_comm_check(&rs.comm[r], &rec) == RCCLX_ERR_PEER_TIMEOUT);
+    CHECK(rec.rank == r);
+    CHECK(rec.peer == 0);
+    CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);  // cleared
+  }
+  for (auto p : buf) (void)hipFree(p);
+}
+
+TEST_CASE("dda allreduce: ranks that disagree are reported, not hung", "[gpu][dda]") {
+  const int N = 2;
+  rank_set rs;
+  REQUIRE(rs.init(N) == RCCLX_SUCCESS);
+  std::vector<float*> buf(N);
+  for (int r = 0; r < N; ++r) {
+    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+    GPU_REQUIRE(hipMalloc((void**)&buf[r], 8192 * 4));
+    GPU_REQUIRE(hipMemset(buf[r], 0, 8192 * 4));
+  }
+  REQUIRE(rcclx_allreduce(&rs.comm[0], buf[0], buf[0], 4096, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, rs.stream[0]) == RCCLX_SUCCESS);
+  REQUIRE(rcclx_allreduce(&rs.comm[1], buf[1], buf[1], 8192, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, rs.stream[1]) == RCCLX_SUCCESS);
+  GPU_REQUIRE(rs.sync());
+  CHECK(rcclx_comm_check(&rs.comm[0], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+  CHECK(rcclx_comm_check(&rs.comm[1], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+  for (auto p : buf) (void)hipFree(p);
+}
+
+TEST_CASE("dda allreduce: bad input is rejected before launch", "[gpu][dda]") {
+  rank_set rs;
+  REQUIRE(rs.init(2) == RCCLX_SUCCESS);
+  float* p = nullptr;
+  GPU_REQUIRE(hipMalloc((void**)&p, 4096));
+  CHECK(rcclx_allreduce(&rs.comm[0], p, p, 0, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[0]) == RCCLX_SUCCESS);
+  CHECK(rcclx_allreduce(&rs.comm[0], nullptr, p, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[0]) == RCCLX_ERR_NULL_POINTER);
+  CHECK(rcclx_allreduce(&rs.comm[0], p + 1, p + 1, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[0]) == RCCLX_ERR_MISALIGNED);
+  CHECK(rcclx_allreduce(&rs.comm[0], p, p, 16, (rcclx_dtype)5, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[0]) == RCCLX_ERR_UNSUPPORTED_DTYPE);
+  CHECK(rcclx_allreduce(&rs.comm[0], p, p, 16, RCCLX_FLOAT32, (rcclx_op)7, RCCLX_ALGO_AUTO, rs.stream[0]) == RCCLX_ERR_UNSUPPORTED_OP);
+  CHECK(rcclx_allreduce(nullptr, p, p, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[0]) == RCCLX_ERR_NULL_POINTER);
+  GPU_REQUIRE(hipFree(p));
+  int dev0 = 0;
+  rcclx_comm c[9];
+  int devs[9] = {0};
+  CHECK(rcclx_comms_init_local(9, devs, nullptr, c) == RCCLX_ERR_INVALID_NRANKS);
+  CHECK(rcclx_comms_init_local(1, &dev0, nullptr, c) == RCCLX_ERR_INVALID_NRANKS);
+}
