@@ -116,7 +116,7 @@ __global__ void bump_kernel(uint32_t* seed_ptr) { *seed_ptr += 1; }
 
 }  // namespace
 
-TEST_CASE("dda allreduce: every dtype, op, algo; odd sizes; in and out of place", "[gpu][dda]") {
+TEST_CASE("dda allreduce: every dtype / op / algo; odd sizes; in and out of place", "[gpu][dda]") {
   std::mt19937 rng(2024);
   for (int N : {2, 3, 4, 8}) {
     rank_set rs;
@@ -246,7 +246,7 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
   }
 }
 
-TEST_CASE("dda allreduce: 10,000 back-to-back calls, no reset", "[gpu][dda]") {
+TEST_CASE("dda allreduce: 10 000 back-to-back calls / no reset", "[gpu][dda]") {
   repeated(8, 10000, false, RCCLX_ALGO_FLAT, 4099);
   repeated(4, 2000, false, RCCLX_ALGO_TREE, 70001);
 }
@@ -283,7 +283,7 @@ TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an erro
   for (auto p : buf) (void)hipFree(p);
 }
 
-TEST_CASE("dda allreduce: ranks that disagree are reported, not hung", "[gpu][dda]") {
+TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][dda]") {
   const int N = 2;
   rank_set rs;
   REQUIRE(rs.init(N) == RCCLX_SUCCESS);
