@@ -7,6 +7,7 @@ set -uo pipefail
 what=${1:-all}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
+export CUDA_DEVICE_MAX_CONNECTIONS=32 GPU_MAX_HW_QUEUES=16
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 cmake -S . -B build-gpu -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }

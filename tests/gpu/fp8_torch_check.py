@@ -26,6 +26,8 @@ for fmt, tdt, fmax in FORMATS:
                                  out.ctypes.data_as(ctypes.c_void_p)) == 0
     ref = torch.from_numpy(x).to(tdt).view(torch.uint8).numpy()
     bad = np.count_nonzero(out != ref)
+    for i in np.nonzero(out != ref)[0][:6]:
+        print(f"  {tdt}: x={x[i]!r} bits=0x{x[i:i+1].view(np.uint32)[0]:08x} rcclx=0x{out[i]:02x} torch=0x{ref[i]:02x}")
     dec = np.empty(256, np.float32)
     assert lib.rcclx_capi_decode(fmt, dec.ctypes.data_as(ctypes.c_void_p)) == 0
     tdec = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(tdt).float().numpy()

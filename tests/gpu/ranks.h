@@ -7,6 +7,14 @@
 #include <cstring>
 #include <vector>
 
+// Virtual ranks need a hardware queue per stream: with CUDA's default of 8
+// (HIP: GPU_MAX_HW_QUEUES = 4) two ranks' streams can share one FIFO, and a
+// kernel waiting on its own stream then blocks the peer kernel a barrier
+// waits for (seen as a deadlock with 8 ranks, eager back-to-back calls).
+// Set before the runtime starts; an explicit environment value wins.
+static const int rcclx_test_queues_ = (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0),
+                                       setenv("GPU_MAX_HW_QUEUES", "16", 0), 0);
+
 static inline std::vector<int> rcclx_test_devices(int nranks) {
   std::vector<int> d(nranks, 0);
   int ndev = 0;

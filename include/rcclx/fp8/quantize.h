@@ -82,26 +82,38 @@ RCCLX_DEVICE void rcclx_load8_u8(const uint8_t* p, size_t i0, size_t n, uint32_t
 
 /* Quantize in[0..n) into `chunk`.  Lane groups of B/8 lanes own a block;
  * the loop is warp-uniform so the group shuffles always see full warps. */
+#define RCCLX_FP8_UNROLL 4 /* independent 16-byte loads in flight per thread */
+
+/* Quantize in[0..n) into `chunk`.  Lane groups of B/8 lanes own a block;
+ * each thread handles RCCLX_FP8_UNROLL groups per step, loads first.  The
+ * loop is warp-uniform so the group shuffles always see full warps. */
 template <typename T, int B, rcclx_fp8_format F>
 RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_FP8_THREADS)
     rcclx_fp8_quantize_kernel(const T* in, size_t n, rcclx_scale_kind k, void* chunk) {
-  constexpr int LANES = B / 8;
+  constexpr int LANES = B / 8, U = RCCLX_FP8_UNROLL;
   const size_t nb = rcclx_fp8_nblocks(n, B);
   uint8_t* payload = (uint8_t*)chunk + rcclx_fp8_scales_bytes(n, B, k);
   const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const size_t stride = ((size_t)gridDim.x * blockDim.x) / LANES;
   const int lane = (int)(threadIdx.x % LANES);
   const size_t warp_first = (tid - threadIdx.x % RCCLX_WARP_SIZE) / LANES;
-  for (size_t g = tid / LANES, gw = warp_first; gw < nb; g += stride, gw += stride) {
-    const size_t i0 = g * B + (size_t)lane * 8;
-    float x[8];
-    if (g < nb) rcclx_load8_f32(in, i0, n, x);
-    else for (int i = 0; i < 8; ++i) x[i] = 0.0f;
-    uint32_t q[2];
-    const rcclx_fp8_scale s = rcclx_fp8_quantize_group8<LANES>(x, F, k, q);
-    if (g < nb) {
-      if (lane == 0) rcclx_fp8_store_scale(chunk, g, s.stored, k);
-      rcclx_store8_u8(payload, i0, n, q);
+  for (size_t g0 = tid / LANES, gw = warp_first; gw < nb; g0 += U * stride, gw += U * stride) {
+    float x[U][8];
+    RCCLX_UNROLL
+    for (int u = 0; u < U; ++u) {
+      const size_t g = g0 + u * stride;
+      if (g < nb) rcclx_load8_f32(in, g * B + (size_t)lane * 8, n, x[u]);
+      else for (int i = 0; i < 8; ++i) x[u][i] = 0.0f;
+    }
+    RCCLX_UNROLL
+    for (int u = 0; u < U; ++u) {
+      const size_t g = g0 + u * stride;
+      uint32_t q[2];
+      const rcclx_fp8_scale s = rcclx_fp8_quantize_group8<LANES>(x[u], F, k, q);
+      if (g < nb) {
+        if (lane == 0) rcclx_fp8_store_scale(chunk, g, s.stored, k);
+        rcclx_store8_u8(payload, g * B + (size_t)lane * 8, n, q);
+      }
     }
   }
 }
@@ -109,15 +121,29 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_FP8_THREADS)
 template <typename T, int B, rcclx_fp8_format F>
 RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_FP8_THREADS)
     rcclx_fp8_dequantize_kernel(const void* chunk, size_t n, rcclx_scale_kind k, T* out) {
+  constexpr int U = RCCLX_FP8_UNROLL;
   const uint8_t* payload = (const uint8_t*)chunk + rcclx_fp8_scales_bytes(n, B, k);
   const size_t stride = (size_t)gridDim.x * blockDim.x * 8;
-  for (size_t i0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 8; i0 < n; i0 += stride) {
-    uint32_t q[2];
-    rcclx_load8_u8(payload, i0, n, q);
-    const float s = rcclx_fp8_scale_from_stored(rcclx_fp8_load_scale(chunk, i0 / B, k), k);
-    float x[8];
-    rcclx_fp8_dequantize8(q, s, F, x);
-    rcclx_store8_f32(out, i0, n, x);
+  for (size_t i0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 8; i0 < n; i0 += U * stride) {
+    uint32_t q[U][2];
+    float s[U];
+    RCCLX_UNROLL
+    for (int u = 0; u < U; ++u) {
+      const size_t i = i0 + u * stride;
+      if (i < n) {
+        rcclx_load8_u8(payload, i, n, q[u]);
+        s[u] = rcclx_fp8_scale_from_stored(rcclx_fp8_load_scale(chunk, i / B, k), k);
+      }
+    }
+    RCCLX_UNROLL
+    for (int u = 0; u < U; ++u) {
+      const size_t i = i0 + u * stride;
+      if (i < n) {
+        float x[8];
+        rcclx_fp8_dequantize8(q[u], s[u], F, x);
+        rcclx_store8_f32(out, i, n, x);
+      }
+    }
   }
 }
 
@@ -138,11 +164,11 @@ RCCLX_HOST rcclx_status rcclx_fp8_launch_(int quantize, const void* data, size_t
                                           void* chunk, hipStream_t stream) {
   if (quantize) {
     const void* kern = (const void*)rcclx_fp8_quantize_kernel<T, B, F>;
-    unsigned grid = rcclx_fill_grid(kern, RCCLX_FP8_THREADS, rcclx_fp8_nblocks(n, B) * (B / 8));
+    unsigned grid = rcclx_fill_grid(kern, RCCLX_FP8_THREADS, rcclx_fp8_nblocks(n, B) * (B / 8) / RCCLX_FP8_UNROLL + 1);
     rcclx_fp8_quantize_kernel<T, B, F><<<grid, RCCLX_FP8_THREADS, 0, stream>>>((const T*)data, n, k, chunk);
   } else {
     const void* kern = (const void*)rcclx_fp8_dequantize_kernel<T, B, F>;
-    unsigned grid = rcclx_fill_grid(kern, RCCLX_FP8_THREADS, (n + 7) / 8);
+    unsigned grid = rcclx_fill_grid(kern, RCCLX_FP8_THREADS, (n + 7) / 8 / RCCLX_FP8_UNROLL + 1);
     rcclx_fp8_dequantize_kernel<T, B, F><<<grid, RCCLX_FP8_THREADS, 0, stream>>>(chunk, n, k, (T*)data);
   }
   return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
