@@ -204,11 +204,16 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
     bump_kernel<<<1, 1, 0, s>>>(seed[r]);
   };
   if (!graph) {
-    for (int i = 0; i < calls; ++i)
+    // One host thread drives every rank: bound how far it queues ahead, or a
+    // full launch queue on one rank's stream blocks the thread before it
+    // launches the peer kernel that queue waits for (see rcclx/comm.h).
+    for (int i = 0; i < calls; ++i) {
       for (int r = 0; r < N; ++r) {
         GPU_REQUIRE(hipSetDevice(rs.dev[r]));
         step(r);
       }
+      if (i % 64 == 63) GPU_REQUIRE(rs.sync());
+    }
     GPU_REQUIRE(rs.sync());
   } else {
     // Fork/join over the rank streams inside one capture on rank 0's stream.

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Compile every kernel-bearing source for gfx942 to ISA with Debian's
+# clang-19 (device only, no device libraries), print VGPR/SGPR per kernel,
+# fail on scratch or spills, and grep for the instructions rcclx relies on:
+# system-scope release/acquire in the barrier, and the v_med3 clamp before
+# v_cvt_pk_fp8_f32.
+set -euo pipefail
+out=${1:-build-isa}
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+srcs="tests/gpu/test_fp8.cpp tests/gpu/test_dda.cpp tests/gpu/test_ipc.cpp tests/gpu/fp8_capi.cpp bench/bench_dda.cpp examples/allreduce_basic.cpp"
+fail=0
+for s in $srcs; do
+  asm="$out/$(basename "${s%.*}").s"
+  clang++-19 -x hip --offload-arch=gfx942 -nogpulib --cuda-device-only -S -O3 -std=c++17 \
+    -Iinclude -I/usr/include/catch2 -Ithird_party -Wno-unused-command-line-argument "$s" -o "$asm"
+  awk -v src="$s" '
+    /^[ \t]+\.name:[ \t]+_Z/ { name=$2 }
+    /^[ \t]+\.private_segment_fixed_size:/ { scratch=$2 }
+    /^[ \t]+\.sgpr_count:/ { sgpr=$2 }
+    /^[ \t]+\.vgpr_spill_count:/ { spill=$2 }
+    /^[ \t]+\.vgpr_count:/ { vgpr=$2; printf "%-22s vgpr %3d sgpr %3d scratch %d spill %d  %s\n", src, vgpr, sgpr, scratch, spill, substr(name,1,70);
+                              if (scratch > 0 || spill > 0) bad=1 }
+    END { exit bad }' "$asm" | sort -u | awk '{print} END{}' > "$asm.kernels" || fail=1
+  cat "$asm.kernels" | head -12; echo "   ($(wc -l < "$asm.kernels") kernels in $s)"
+done
+grep -q 'buffer_wbl2 sc0 sc1' "$out/test_dda.s" || { echo "missing system-scope release (buffer_wbl2 sc0 sc1)"; fail=1; }
+grep -q 'buffer_inv sc0 sc1' "$out/test_dda.s" || { echo "missing system-scope acquire (buffer_inv sc0 sc1)"; fail=1; }
+grep -B12 'v_cvt_pk_fp8_f32' "$out/test_fp8.s" | grep -q 'v_med3_f32' || { echo "no v_med3 clamp before v_cvt_pk_fp8_f32"; fail=1; }
+[[ $fail == 0 ]] && echo "gfx942 ISA: no scratch, no spills; sc0 sc1 release/acquire and the fp8 clamp present"
+exit $fail
