@@ -1,1 +1,52 @@
-// placeholder until the DDA planning code exists
+// DDA host planning and argument checks (rcclx/dda/plan.h), no GPU needed.
+#include <rcclx/dda/plan.h>
+#include <rcclx/dda/tree.h>
+#include <catch2/catch.hpp>
+
+TEST_CASE("allreduce argument checks", "[dda_plan]") {
+  alignas(16) static char bufs[4][3 * 4096 + 4096];
+  rcclx_dev_comm v = {};
+  v.rank = 1; v.nranks = 4; v.nblocks = 8; v.nthreads = 512; v.region_bytes = 4096;
+  for (int r = 0; r < 4; ++r) { v.bufs[r] = bufs[r]; v.sigs[r] = (rcclx_signal*)(bufs[r] + 3 * 4096); }
+  alignas(16) static float a[2048], b[2048];
+  CHECK(rcclx_allreduce_check(&v, a, b, 256, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_SUCCESS);
+  CHECK(rcclx_allreduce_check(&v, a, a, 256, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_TREE) == RCCLX_SUCCESS);
+  CHECK(rcclx_allreduce_check(&v, a, a + 4, 64, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT) == RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_allreduce_check(&v, nullptr, b, 256, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_NULL_POINTER);
+  CHECK(rcclx_allreduce_check(&v, a + 1, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_MISALIGNED);
+  CHECK(rcclx_allreduce_check(&v, a, b, 0, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_INVALID_COUNT);
+  CHECK(rcclx_allreduce_check(&v, a, b, 16, (rcclx_dtype)3, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_UNSUPPORTED_DTYPE);
+  CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, (rcclx_op)3, RCCLX_ALGO_AUTO) == RCCLX_ERR_UNSUPPORTED_OP);
+  CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, (rcclx_algo)3) == RCCLX_ERR_INVALID_ARGUMENT);
+  char* input = bufs[1] + 2 * 4096;  // rank 1's registered input region
+  CHECK(rcclx_allreduce_check(&v, input, b, 1024, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_SUCCESS);
+  CHECK(rcclx_allreduce_check(&v, input, b, 1025, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_BUFFER_TOO_SMALL);
+  rcclx_dev_comm w = v;
+  w.nranks = 9;
+  CHECK(rcclx_allreduce_check(&w, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_INVALID_NRANKS);
+  w = v; w.nranks = 1;
+  CHECK(rcclx_allreduce_check(&w, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_INVALID_NRANKS);
+  w = v; w.rank = 4;
+  CHECK(rcclx_allreduce_check(&w, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_INVALID_RANK);
+  w = v; w.bufs[3] = nullptr;
+  CHECK(rcclx_allreduce_check(&w, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_NULL_POINTER);
+}
+
+TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
+  CHECK(rcclx_allreduce_choose(RCCLX_ALGO_AUTO, 1000, 4096) == RCCLX_ALGO_FLAT);
+  CHECK(rcclx_allreduce_choose(RCCLX_ALGO_AUTO, 5000, 4096) == RCCLX_ALGO_TREE);
+  CHECK(rcclx_allreduce_choose(RCCLX_ALGO_TREE, 10, 4096) == RCCLX_ALGO_TREE);
+  CHECK(rcclx_allreduce_chunk_elems((size_t)32 << 20, RCCLX_BFLOAT16) == (size_t)16 << 20);
+  CHECK(rcclx_call_signature(10, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, 0) !=
+        rcclx_call_signature(11, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, 0));
+  CHECK(rcclx_call_signature(10, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, 0) !=
+        rcclx_call_signature(10, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_TREE, 0));
+  rcclx_config in = {}, out;
+  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_SUCCESS);
+  CHECK(out.nthreads == 512);
+  in.region_bytes = 1000;
+  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
+  in.region_bytes = 0; in.max_blocks = RCCLX_MAX_BLOCKS + 1;
+  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_tree_shard_vectors(10, 4) == 3);
+}
