@@ -22,23 +22,8 @@ __global__ void init_kernel(uint16_t* p, size_t n, int r) {
 
 // Median microseconds per call of `body` (which issues one call on every rank).
 static double time_graph(rank_set& rs, const std::function<void(int)>& body, int K = 20, int R = 15) {
-  const int N = rs.n;
-  CK(hipSetDevice(rs.dev[0]));
-  std::vector<hipEvent_t> ev(N + 1);
-  for (auto& e : ev) CK(hipEventCreateWithFlags(&e, hipEventDisableTiming));
-  hipGraph_t g;
   hipGraphExec_t ge;
-  CK(hipStreamBeginCapture(rs.stream[0], hipStreamCaptureModeRelaxed));
-  CK(hipEventRecord(ev[N], rs.stream[0]));
-  for (int r = 1; r < N; ++r) CK(hipStreamWaitEvent(rs.stream[r], ev[N], 0));
-  for (int k = 0; k < K; ++k)
-    for (int r = 0; r < N; ++r) body(r);
-  for (int r = 1; r < N; ++r) {
-    CK(hipEventRecord(ev[r], rs.stream[r]));
-    CK(hipStreamWaitEvent(rs.stream[0], ev[r], 0));
-  }
-  CK(hipStreamEndCapture(rs.stream[0], &g));
-  CK(hipGraphInstantiateWithFlags(&ge, g, 0));
+  CK(rs.capture(K, body, &ge));
   hipEvent_t t0, t1;
   CK(hipEventCreate(&t0));
   CK(hipEventCreate(&t1));
@@ -56,8 +41,6 @@ static double time_graph(rank_set& rs, const std::function<void(int)>& body, int
   CK(hipGetLastError());
   std::sort(us.begin(), us.end());
   CK(hipGraphExecDestroy(ge));
-  CK(hipGraphDestroy(g));
-  for (auto& e : ev) CK(hipEventDestroy(e));
   CK(hipEventDestroy(t0));
   CK(hipEventDestroy(t1));
   return us[us.size() / 2];

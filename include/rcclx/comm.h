@@ -28,13 +28,11 @@
  * so nblocks comes from the occupancy API divided by the ranks sharing it.
  *
  * Driving several ranks from ONE host thread (virtual ranks, or one process
- * with several GPUs), two runtime limits matter: give every rank's stream a
- * hardware queue of its own (CUDA_DEVICE_MAX_CONNECTIONS >= streams, HIP:
- * GPU_MAX_HW_QUEUES), and never queue one rank more than a few hundred
- * launches ahead of another: a full launch queue blocks the host thread
- * before it launches the peer kernel the queued work waits for (seen as a
- * deadlock at 8 ranks x 10,000 eager calls).  Graph replay with a join per
- * replay, or one thread per rank, has neither problem.
+ * with several GPUs): give every rank's stream a hardware queue of its own
+ * (CUDA_DEVICE_MAX_CONNECTIONS >= streams, HIP: GPU_MAX_HW_QUEUES), or two
+ * ranks can share one FIFO.  Known issue, cause not yet found: 10,000 eager
+ * back-to-back calls at 8 virtual ranks on one H200 deadlock even so; graph
+ * replay with a join per replay is the tested path.
  *
  * The host calls that build views are in rcclx/comm_setup.h (GPU builds).
  */

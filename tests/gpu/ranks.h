@@ -5,6 +5,7 @@
 #include <rcclx/rcclx.h>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 // Virtual ranks need a hardware queue per stream: with CUDA's default of 8
@@ -60,6 +61,33 @@ struct rank_set {
       hipError_t x = hipStreamSynchronize(stream[r]);
       if (x != hipSuccess) e = x;
     }
+    return e;
+  }
+  // Captures `body(r)` for every rank, `repeat` times, into one graph on rank
+  // 0's stream that forks to every rank's stream and joins back; *exec is
+  // launched on stream[0] and destroyed by the caller.
+  hipError_t capture(int repeat, const std::function<void(int)>& body, hipGraphExec_t* exec) {
+    std::vector<hipEvent_t> ev(n + 1, nullptr);
+    hipGraph_t g = nullptr;
+    hipError_t e = hipSetDevice(dev[0]);
+    for (auto& x : ev)
+      if (e == hipSuccess) e = hipEventCreateWithFlags(&x, hipEventDisableTiming);
+    if (e == hipSuccess) e = hipStreamBeginCapture(stream[0], hipStreamCaptureModeRelaxed);
+    if (e == hipSuccess) e = hipEventRecord(ev[n], stream[0]);
+    for (int r = 1; r < n && e == hipSuccess; ++r) e = hipStreamWaitEvent(stream[r], ev[n], 0);
+    if (e == hipSuccess)
+      for (int k = 0; k < repeat; ++k)
+        for (int r = 0; r < n; ++r) body(r);
+    for (int r = 1; r < n && e == hipSuccess; ++r) {
+      e = hipEventRecord(ev[r], stream[r]);
+      if (e == hipSuccess) e = hipStreamWaitEvent(stream[0], ev[r], 0);
+    }
+    hipError_t end = hipStreamEndCapture(stream[0], &g);
+    if (e == hipSuccess) e = end;
+    if (e == hipSuccess) e = hipGraphInstantiateWithFlags(exec, g, 0);
+    if (g) (void)hipGraphDestroy(g);
+    for (auto& x : ev)
+      if (x) (void)hipEventDestroy(x);
     return e;
   }
   ~rank_set() {

@@ -204,9 +204,9 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
     bump_kernel<<<1, 1, 0, s>>>(seed[r]);
   };
   if (!graph) {
-    // One host thread drives every rank: bound how far it queues ahead, or a
-    // full launch queue on one rank's stream blocks the thread before it
-    // launches the peer kernel that queue waits for (see rcclx/comm.h).
+    // One host thread drives every rank; a sync every 64 calls bounds how far
+    // it queues ahead.  This did NOT cure the 8-rank eager deadlock seen on
+    // the H200 (2026-12-02, bench/RESULTS.md): its cause is still unknown.
     for (int i = 0; i < calls; ++i) {
       for (int r = 0; r < N; ++r) {
         GPU_REQUIRE(hipSetDevice(rs.dev[r]));
@@ -217,26 +217,11 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
     GPU_REQUIRE(rs.sync());
   } else {
     // Fork/join over the rank streams inside one capture on rank 0's stream.
-    GPU_REQUIRE(hipSetDevice(rs.dev[0]));
-    std::vector<hipEvent_t> ev(N + 1);
-    for (auto& e : ev) GPU_REQUIRE(hipEventCreateWithFlags(&e, hipEventDisableTiming));
-    hipGraph_t g;
     hipGraphExec_t ge;
-    GPU_REQUIRE(hipStreamBeginCapture(rs.stream[0], hipStreamCaptureModeRelaxed));
-    GPU_REQUIRE(hipEventRecord(ev[N], rs.stream[0]));
-    for (int r = 1; r < N; ++r) GPU_REQUIRE(hipStreamWaitEvent(rs.stream[r], ev[N], 0));
-    for (int r = 0; r < N; ++r) step(r);
-    for (int r = 1; r < N; ++r) {
-      GPU_REQUIRE(hipEventRecord(ev[r], rs.stream[r]));
-      GPU_REQUIRE(hipStreamWaitEvent(rs.stream[0], ev[r], 0));
-    }
-    GPU_REQUIRE(hipStreamEndCapture(rs.stream[0], &g));
-    GPU_REQUIRE(hipGraphInstantiateWithFlags(&ge, g, 0));
+    GPU_REQUIRE(rs.capture(1, step, &ge));
     for (int i = 0; i < calls; ++i) GPU_REQUIRE(hipGraphLaunch(ge, rs.stream[0]));
     GPU_REQUIRE(hipStreamSynchronize(rs.stream[0]));
     GPU_REQUIRE(hipGraphExecDestroy(ge));
-    GPU_REQUIRE(hipGraphDestroy(g));
-    for (auto& e : ev) GPU_REQUIRE(hipEventDestroy(e));
   }
   for (int r = 0; r < N; ++r) {
     unsigned long long e = 1;
