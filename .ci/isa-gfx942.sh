@@ -22,10 +22,13 @@ for s in $srcs; do
     /^[ \t]+\.vgpr_count:/ { vgpr=$2; printf "%-22s vgpr %3d sgpr %3d scratch %d spill %d  %s\n", src, vgpr, sgpr, scratch, spill, substr(name,1,70);
                               if (scratch > 0 || spill > 0) bad=1 }
     END { exit bad }' "$asm" | sort -u | awk '{print} END{}' > "$asm.kernels" || fail=1
-  cat "$asm.kernels" | head -12; echo "   ($(wc -l < "$asm.kernels") kernels in $s)"
+  head -12 "$asm.kernels"; echo "   ($(wc -l < "$asm.kernels") kernels in $s)"
 done
 grep -q 'buffer_wbl2 sc0 sc1' "$out/test_dda.s" || { echo "missing system-scope release (buffer_wbl2 sc0 sc1)"; fail=1; }
 grep -q 'buffer_inv sc0 sc1' "$out/test_dda.s" || { echo "missing system-scope acquire (buffer_inv sc0 sc1)"; fail=1; }
-grep -B12 'v_cvt_pk_fp8_f32' "$out/test_fp8.s" | grep -q 'v_med3_f32' || { echo "no v_med3 clamp before v_cvt_pk_fp8_f32"; fail=1; }
+# (grep -q on a pipe would end the first grep early: SIGPIPE fails the
+# pipeline under pipefail.  Go through a file.)
+grep -B12 'v_cvt_pk_fp8_f32' "$out/test_fp8.s" > "$out/cvt_context.s" || true
+grep -q 'v_med3_f32' "$out/cvt_context.s" || { echo "no v_med3 clamp before v_cvt_pk_fp8_f32"; fail=1; }
 [[ $fail == 0 ]] && echo "gfx942 ISA: no scratch, no spills; sc0 sc1 release/acquire and the fp8 clamp present"
 exit $fail

@@ -28,11 +28,23 @@
  * so nblocks comes from the occupancy API divided by the ranks sharing it.
  *
  * Driving several ranks from ONE host thread (virtual ranks, or one process
- * with several GPUs): give every rank's stream a hardware queue of its own
- * (CUDA_DEVICE_MAX_CONNECTIONS >= streams, HIP: GPU_MAX_HW_QUEUES), or two
- * ranks can share one FIFO.  Known issue, cause not yet found: 10,000 eager
- * back-to-back calls at 8 virtual ranks on one H200 deadlock even so; graph
- * replay with a join per replay is the tested path.
+ * with several GPUs), two runtime settings matter, because a rank's kernel
+ * spins until its peers' kernels run and those are launched later by the
+ * same thread:
+ *   - Kernels must be loaded before the first collective.  Lazy loading
+ *     (CUDA_MODULE_LOADING=LAZY, CUDA's default since 12.2; HIP's deferred
+ *     code-object loading) may make the first launch of a kernel wait for
+ *     the context to go idle, which a spinning rank never lets happen: a
+ *     deadlock.  Set CUDA_MODULE_LOADING=EAGER / HIP_ENABLE_DEFERRED_LOADING=0,
+ *     or load every kernel you launch on a rank stream once beforehand
+ *     (hipFuncGetAttributes loads it).  rcclx's own kernels are loaded at
+ *     communicator creation, by the occupancy queries that size the grid.
+ *   - Each rank's stream needs a hardware queue of its own
+ *     (CUDA_DEVICE_MAX_CONNECTIONS >= streams, HIP: GPU_MAX_HW_QUEUES), or
+ *     two ranks can share one FIFO and a kernel waiting in it blocks the
+ *     peer a barrier waits for.
+ * One process per rank (IPC) is not exposed to either: a rank's stall never
+ * holds another process's launches back.
  *
  * The host calls that build views are in rcclx/comm_setup.h (GPU builds).
  */
@@ -87,7 +99,7 @@ typedef struct rcclx_dev_comm {
 /* Creation parameters; zero fields take defaults (and RCCLX_* environment
  * overrides, see rcclx_config_resolve). */
 typedef struct rcclx_config {
-  size_t region_bytes;  /* default 32 MiB (RCCLX_BUFFER_BYTES) */
+  size_t region_bytes;  /* default 32 MiB (RCCLX_BUFFER_BYTES); 4 KiB multiple, < 64 GiB */
   int nthreads;         /* default 512 */
   int max_blocks;       /* default 64, at most RCCLX_MAX_BLOCKS (RCCLX_NBLOCKS) */
   uint64_t watchdog_ns; /* default 0 = off (RCCLX_WATCHDOG_MS) */
@@ -124,7 +136,8 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
   if (!c.nthreads) c.nthreads = 512;
   if (!c.max_blocks) c.max_blocks = (int)rcclx_env_size("RCCLX_NBLOCKS", 64);
   if (!c.watchdog_ns) c.watchdog_ns = (uint64_t)rcclx_env_size("RCCLX_WATCHDOG_MS", 0) * 1000000ull;
-  if (c.region_bytes < 4096 || (c.region_bytes & 4095u)) return RCCLX_ERR_INVALID_ARGUMENT;
+  if (c.region_bytes < 4096 || (c.region_bytes & 4095u) || c.region_bytes >= ((size_t)1 << 36))
+    return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.nthreads < 64 || c.nthreads > 1024 || (c.nthreads & 63)) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.max_blocks < 1 || c.max_blocks > RCCLX_MAX_BLOCKS) return RCCLX_ERR_INVALID_ARGUMENT;
   *out = c;

@@ -155,6 +155,7 @@
  *   rcclx_wall_ns()                      a wall clock in nanoseconds
  *   rcclx_f16_to_f32 / rcclx_f32_to_f16_rn   hardware half conversions
  *   rcclx_clampf(x, lo, hi)              clamp of a non-NaN float
+ *   rcclx_mul_rn(a, b)                   a * b, never fused into an add
  *   RCCLX_HW_<FMT> (E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ) where the chip
  *   converts that fp8 format, with rcclx_hw_encode2_<fmt>(a, b) and
  *   rcclx_hw_decode_<fmt>(byte), bit-identical to the software path in

@@ -59,6 +59,8 @@ RCCLX_HOST_DEVICE uint32_t rcclx_rshift_rne(uint32_t v, int sh) {
   return q + ((rem > half || (rem == half && (q & 1u))) ? 1u : 0u);
 }
 
+RCCLX_HOST_DEVICE uint32_t rcclx_umax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
 RCCLX_HOST_DEVICE size_t rcclx_align16(size_t x) { return (x + 15u) & ~(size_t)15u; }
 
 /* ---- bf16 ---- */

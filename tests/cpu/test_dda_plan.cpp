@@ -17,7 +17,9 @@ TEST_CASE("allreduce argument checks", "[dda_plan]") {
   CHECK(rcclx_allreduce_check(&v, a, b, 0, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_INVALID_COUNT);
   CHECK(rcclx_allreduce_check(&v, a, b, 16, (rcclx_dtype)3, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_UNSUPPORTED_DTYPE);
   CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, (rcclx_op)3, RCCLX_ALGO_AUTO) == RCCLX_ERR_UNSUPPORTED_OP);
-  CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, (rcclx_algo)3) == RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_COUNT) == RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_LOWP_FLAT) == RCCLX_SUCCESS);
+  CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_MAX, RCCLX_ALGO_LOWP_TREE) == RCCLX_ERR_UNSUPPORTED_OP);
   char* input = bufs[1] + 2 * 4096;  // rank 1's registered input region
   CHECK(rcclx_allreduce_check(&v, input, b, 1024, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_SUCCESS);
   CHECK(rcclx_allreduce_check(&v, input, b, 1025, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_BUFFER_TOO_SMALL);
@@ -45,6 +47,8 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_SUCCESS);
   CHECK(out.nthreads == 512);
   in.region_bytes = 1000;
+  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
+  in.region_bytes = (size_t)1 << 36;  // vector and group indices must fit 32 bits
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
   in.region_bytes = 0; in.max_blocks = RCCLX_MAX_BLOCKS + 1;
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);

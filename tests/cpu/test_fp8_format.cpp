@@ -42,6 +42,21 @@ TEST_CASE("fp8 format facts", "[fp8_format]") {
   }
 }
 
+TEST_CASE("fp8 decode2: every pair of codes decodes as two single codes", "[fp8_format]") {
+  for (const auto& c : kFormats) {
+    int bad = 0;
+    for (uint32_t two = 0; two < 65536; ++two) {
+      float lo, hi;
+      rcclx_fp8_decode2(two | 0x5a5a0000u, c.f, &lo, &hi);
+      const float wlo = rcclx_fp8_decode_sw((uint8_t)two, c.f), whi = rcclx_fp8_decode_sw((uint8_t)(two >> 8), c.f);
+      bad += std::isnan(wlo) ? !std::isnan(lo) : to_bits(lo) != to_bits(wlo);
+      bad += std::isnan(whi) ? !std::isnan(hi) : to_bits(hi) != to_bits(whi);
+    }
+    INFO(rcclx_fp8_format_name(c.f));
+    CHECK(bad == 0);
+  }
+}
+
 TEST_CASE("fp8 decode: all 256 codes of every format", "[fp8_format]") {
   for (const auto& c : kFormats) {
     for (uint32_t v = 0; v < 256; ++v) {

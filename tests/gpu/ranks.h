@@ -8,13 +8,21 @@
 #include <functional>
 #include <vector>
 
-// Virtual ranks need a hardware queue per stream: with CUDA's default of 8
-// (HIP: GPU_MAX_HW_QUEUES = 4) two ranks' streams can share one FIFO, and a
-// kernel waiting on its own stream then blocks the peer kernel a barrier
-// waits for (seen as a deadlock with 8 ranks, eager back-to-back calls).
-// Set before the runtime starts; an explicit environment value wins.
-static const int rcclx_test_queues_ = (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0),
-                                       setenv("GPU_MAX_HW_QUEUES", "16", 0), 0);
+// Driving several ranks from one host thread needs two runtime settings,
+// made here before the runtime starts (an explicit environment value wins):
+//  - eager module loading.  CUDA (12.2+) loads a kernel lazily at its first
+//    launch, and that load may wait for the context to go idle; if a rank's
+//    collective is already spinning for a peer whose launch comes later from
+//    this same thread, that wait never ends.  This was the cause of the
+//    8-rank eager deadlock seen on the H200 on 2026-12-02 (bench/RESULTS.md):
+//    the test's first verify_kernel launch came right after rank 0's
+//    AllReduce.  HIP's deferred code-object loading is the same hazard.
+//  - one hardware queue per stream (CUDA default 8, HIP 4), so no two ranks'
+//    streams share a FIFO.
+static const int rcclx_test_env_ = (setenv("CUDA_MODULE_LOADING", "EAGER", 0),
+                                    setenv("HIP_ENABLE_DEFERRED_LOADING", "0", 0),
+                                    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0),
+                                    setenv("GPU_MAX_HW_QUEUES", "16", 0), 0);
 
 static inline std::vector<int> rcclx_test_devices(int nranks) {
   std::vector<int> d(nranks, 0);

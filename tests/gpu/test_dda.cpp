@@ -204,9 +204,9 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
     bump_kernel<<<1, 1, 0, s>>>(seed[r]);
   };
   if (!graph) {
-    // One host thread drives every rank; a sync every 64 calls bounds how far
-    // it queues ahead.  This did NOT cure the 8-rank eager deadlock seen on
-    // the H200 (2026-12-02, bench/RESULTS.md): its cause is still unknown.
+    // One host thread drives every rank, queueing far ahead (a sync every
+    // 64 calls bounds it).  Needs eager kernel loading (tests/gpu/ranks.h):
+    // under lazy loading the first verify_kernel launch deadlocked here.
     for (int i = 0; i < calls; ++i) {
       for (int r = 0; r < N; ++r) {
         GPU_REQUIRE(hipSetDevice(rs.dev[r]));

@@ -1,6 +1,7 @@
 // FP8 on the GPU: chip converts vs the software path on all 2^32 inputs,
 // device software path vs the CPU, quantize kernels vs the host reference.
 #include <rcclx/fp8/fp8.h>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include "gpu_check.h"
@@ -84,6 +85,27 @@ TEST_CASE("gpu fp8: decode, chip and software, equals the CPU for all codes", "[
   }
 }
 
+__global__ void decode2_kernel(rcclx_fp8_format f, unsigned long long* bad) {
+  const uint32_t two = blockIdx.x * blockDim.x + threadIdx.x;  // every pair of codes
+  float lo, hi;
+  rcclx_fp8_decode2(two | 0xabcd0000u, f, &lo, &hi);  // bits above 15 are ignored
+  const float wlo = rcclx_fp8_decode_sw((uint8_t)two, f), whi = rcclx_fp8_decode_sw((uint8_t)(two >> 8), f);
+  const bool ok_lo = (lo != lo) ? (wlo != wlo) : rcclx_f32_bits(lo) == rcclx_f32_bits(wlo);
+  const bool ok_hi = (hi != hi) ? (whi != whi) : rcclx_f32_bits(hi) == rcclx_f32_bits(whi);
+  if (!ok_lo || !ok_hi) atomicAdd(bad, 1ull);
+}
+
+TEST_CASE("gpu fp8: pair decode == software decode for all 65536 code pairs", "[gpu][fp8]") {
+  dev_buf<unsigned long long> bad(1);
+  for (auto f : kFormats) {
+    GPU_REQUIRE(hipMemset(bad.p, 0, 8));
+    decode2_kernel<<<256, 256>>>(f, bad.p);
+    GPU_REQUIRE_LAUNCH();
+    INFO(rcclx_fp8_format_name(f));
+    CHECK(bad.download(1)[0] == 0);
+  }
+}
+
 TEST_CASE("gpu fp8: device software encode == CPU encode on 2^24 inputs", "[gpu][fp8]") {
   const size_t n = (size_t)1 << 24;
   std::vector<float> x(n);
@@ -113,6 +135,9 @@ void quantize_matches_host(size_t n, rcclx_fp8_format f, int B, rcclx_scale_kind
   for (size_t i = 0; i < n; ++i) {
     float v = nd(rng) * std::ldexp(1.0f, (int)((i / B) % 7) * 2 - 6);
     if (i % 9973 == 5) v *= 100.0f;  // rare outliers
+    if (i % 50021 == 7) v = (i & 8) ? -INFINITY : INFINITY;  // non-finite: stored as NaN,
+    if (i % 70001 == 11) v = NAN;                            // the block's others as usual
+    if ((i / B) % 997 == 3) v = 0.0f;                        // all-zero blocks
     in[i] = rcclx_from_f32<T>(v);
   }
   const size_t bytes = rcclx_fp8_packed_bytes(n, B, k);

@@ -67,6 +67,13 @@ RCCLX_DEVICE uint16_t rcclx_f32_to_f16_rn(float f) {
   return __builtin_bit_cast(uint16_t, (_Float16)f);
 }
 
+/* a * b rounded once, never fused into a following add (clang contracts
+ * across statements in HIP by default; the pragma takes this multiply out). */
+RCCLX_DEVICE float rcclx_mul_rn(float a, float b) {
+#pragma clang fp contract(off)
+  return a * b;
+}
+
 /* Clamp into [lo, hi] in one v_med3_f32 (NaN must be routed around it). */
 RCCLX_DEVICE float rcclx_clampf(float x, float lo, float hi) {
   return __builtin_amdgcn_fmed3f(x, lo, hi);

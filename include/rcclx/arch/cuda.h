@@ -76,6 +76,10 @@ RCCLX_DEVICE uint16_t rcclx_f32_to_f16_rn(float f) {
   return h;
 }
 
+/* a * b rounded once, never fused into a following add (so device sums
+ * match a host reference bit for bit). */
+RCCLX_DEVICE float rcclx_mul_rn(float a, float b) { return __fmul_rn(a, b); }
+
 RCCLX_DEVICE float rcclx_clampf(float x, float lo, float hi) {
   return fminf(fmaxf(x, lo), hi); /* two instructions; NaN must not reach it */
 }

@@ -13,6 +13,7 @@
 #define RCCLX_ARCH_SM89_PLUS 1
 #define RCCLX_HW_E4M3FN 1
 #define RCCLX_HW_E5M2 1
+#define RCCLX_HW_DECODE2_OCP 1
 
 /* Two floats -> two bytes, a in bits 0..7 and b in bits 8..15 (PTX puts
  * its first source in the upper byte). */
@@ -40,4 +41,20 @@ RCCLX_DEVICE float rcclx_hw_decode_e5m2(uint32_t byte) {
   uint32_t h2;
   asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"((uint16_t)byte));
   return rcclx_sm90_half_to_float((uint16_t)h2);
+}
+/* Two codes (bits 0..7 and 8..15) in one convert: the low byte lands in the
+ * low half of the result, as the single decodes above rely on. */
+RCCLX_DEVICE void rcclx_sm90_halves_to_floats(uint32_t h2, float* lo, float* hi) {
+  *lo = rcclx_sm90_half_to_float((uint16_t)h2);
+  *hi = rcclx_sm90_half_to_float((uint16_t)(h2 >> 16));
+}
+RCCLX_DEVICE void rcclx_hw_decode2_e4m3fn(uint32_t two, float* lo, float* hi) {
+  uint32_t h2;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((uint16_t)two));
+  rcclx_sm90_halves_to_floats(h2, lo, hi);
+}
+RCCLX_DEVICE void rcclx_hw_decode2_e5m2(uint32_t two, float* lo, float* hi) {
+  uint32_t h2;
+  asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"((uint16_t)two));
+  rcclx_sm90_halves_to_floats(h2, lo, hi);
 }

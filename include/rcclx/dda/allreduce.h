@@ -13,6 +13,10 @@
  *   - count == 0 returns RCCLX_SUCCESS and launches nothing.
  *   - algo AUTO picks flat up to comm->flat_max_bytes, tree above; flat and
  *     tree results are bitwise identical, so the choice never changes numbers.
+ *   - Low precision (FP8 on the wire, rcclx/fp8/collectives.h): algo
+ *     LOWP_FLAT / LOWP_TREE, or AUTO with RCCL_LOW_PRECISION_ENABLE=1 (see
+ *     rcclx/fp8/lowp_plan.h for the switches, threshold and wire) and op
+ *     sum.  An explicit FLAT or TREE always keeps full precision.
  *   - Result: fp32 reduction in rank order 0..nranks-1, rounded once to
  *     dtype, bitwise identical on every rank and independent of the grid.
  */
@@ -21,6 +25,7 @@
 #include <rcclx/comm_setup.h>
 #include <rcclx/dda/kernels.h>
 #include <rcclx/dda/plan.h>
+#include <rcclx/fp8/collectives.h>
 
 #if defined(RCCLX_GPU_LANG)
 
@@ -35,8 +40,10 @@ RCCLX_HOST void rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, cons
 template <typename T, int OP>
 RCCLX_HOST void rcclx_dda_launch_n_(const rcclx_dev_comm& v, rcclx_algo a, const void* sd, void* rv, size_t n,
                                     uint32_t sig, int zc, hipStream_t s) {
-  if (v.nranks <= 2) rcclx_dda_launch_<T, OP, 2>(v, a, sd, rv, n, sig, zc, s);
-  else if (v.nranks <= 4) rcclx_dda_launch_<T, OP, 4>(v, a, sd, rv, n, sig, zc, s);
+  /* Two bounds: an NMAX = 2 instance is not built (its bf16 tree kernel
+   * spilled under the 64-register co-residency budget); 2 ranks run the
+   * NMAX = 4 kernels, which skip the absent ranks' loads. */
+  if (v.nranks <= 4) rcclx_dda_launch_<T, OP, 4>(v, a, sd, rv, n, sig, zc, s);
   else rcclx_dda_launch_<T, OP, 8>(v, a, sd, rv, n, sig, zc, s);
 }
 template <typename T>
@@ -53,6 +60,12 @@ RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void
   if (count == 0) return RCCLX_SUCCESS;
   RCCLX_TRY(rcclx_allreduce_check(&comm->view, send, recv, count, dtype, op, algo));
   const size_t es = rcclx_dtype_size(dtype);
+  rcclx_algo lp = algo;
+  if (algo == RCCLX_ALGO_AUTO && op == RCCLX_SUM && rcclx_lowp_enabled(RCCLX_COLL_ALLREDUCE, count * es))
+    lp = count * es <= rcclx_lowp_default_flat_max_bytes(comm->view.nranks) ? RCCLX_ALGO_LOWP_FLAT : RCCLX_ALGO_LOWP_TREE;
+  if (lp == RCCLX_ALGO_LOWP_FLAT || lp == RCCLX_ALGO_LOWP_TREE)
+    return rcclx_lowp_collective(comm, lp == RCCLX_ALGO_LOWP_FLAT ? RCCLX_LOWP_ALLREDUCE_FLAT : RCCLX_LOWP_ALLREDUCE_TREE,
+                                 send, recv, count, dtype, rcclx_wire_from_env(), stream);
   const int zero_copy = send == rcclx_comm_input(comm);
   const rcclx_algo a = rcclx_allreduce_choose(algo, count * es, comm->flat_max_bytes);
   const size_t chunk = zero_copy ? count : rcclx_allreduce_chunk_elems(comm->view.region_bytes, dtype);

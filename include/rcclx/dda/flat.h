@@ -32,7 +32,9 @@ RCCLX_DEVICE void rcclx_store_vec_clipped(T* p, size_t v, size_t n, rcclx_vec16 
   }
   T e[RCCLX_PACK_ELEMS(T)];
   memcpy(e, &x, 16);
-  for (int i = 0; i < V && v * V + i < n; ++i) p[v * V + i] = e[i];
+RCCLX_UNROLL
+  for (int i = 0; i < V; ++i)
+    if (v * V + i < n) p[v * V + i] = e[i];
 }
 
 /* Reduce vector v from every rank's buffer at byte offset src_off.  NMAX >=

@@ -72,7 +72,10 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
     const size_t vps = rcclx_tree_shard_vectors(nvec, c.nranks);
     const size_t begin = vps * (size_t)c.rank;
     const size_t end = begin + vps < nvec ? begin + vps : nvec;
-    for (size_t v = begin + (v0 + stride - begin % stride) % stride; v < end; v += stride)
+    /* 32-bit modulo (a 64-bit one costs registers the co-resident grid
+     * does not have): vector counts are < 2^32 (region < 2^36 bytes). */
+    const uint32_t st = (uint32_t)stride;
+    for (size_t v = begin + ((uint32_t)v0 + st - (uint32_t)begin % st) % st; v < end; v += stride)
       rcclx_dda_tree_reduce_vector<T, OP, NMAX>(c, off, off, v);
   }
   if (rcclx_barrier_block(c, slot, 0) == RCCLX_BARRIER_TIMEOUT) return;
@@ -109,8 +112,7 @@ RCCLX_HOST int rcclx_dda_occupancy_types_(int threads) {
   return m;
 }
 RCCLX_HOST int rcclx_dda_min_occupancy(int threads) {
-  int m = rcclx_dda_occupancy_types_<2>(threads), x;
-  if ((x = rcclx_dda_occupancy_types_<4>(threads)) < m) m = x;
+  int m = rcclx_dda_occupancy_types_<4>(threads), x;
   if ((x = rcclx_dda_occupancy_types_<8>(threads)) < m) m = x;
   return m;
 }

@@ -8,11 +8,14 @@ typedef enum {
   RCCLX_ALGO_AUTO = 0, /* flat up to comm->flat_max_bytes, tree above */
   RCCLX_ALGO_FLAT = 1, /* one-shot: every rank reads every peer; one barrier */
   RCCLX_ALGO_TREE = 2, /* two-shot: reduce-scatter + all-gather; two barriers */
+  RCCLX_ALGO_LOWP_FLAT = 3, /* FP8 on the wire, one-shot (rcclx/fp8/collectives.h); sum only */
+  RCCLX_ALGO_LOWP_TREE = 4, /* FP8 on the wire, two-shot; sum only */
   RCCLX_ALGO_COUNT
 } rcclx_algo;
 
 RCCLX_HOST const char* rcclx_algo_name(rcclx_algo a) {
-  return a == RCCLX_ALGO_AUTO ? "auto" : a == RCCLX_ALGO_FLAT ? "flat" : a == RCCLX_ALGO_TREE ? "tree" : "?";
+  return a == RCCLX_ALGO_AUTO ? "auto" : a == RCCLX_ALGO_FLAT ? "flat" : a == RCCLX_ALGO_TREE ? "tree"
+       : a == RCCLX_ALGO_LOWP_FLAT ? "lowp_flat" : a == RCCLX_ALGO_LOWP_TREE ? "lowp_tree" : "?";
 }
 
 /* Default flat/tree switch point for nranks (bytes of one rank's message),
@@ -43,7 +46,8 @@ RCCLX_HOST uint32_t rcclx_call_signature(size_t count, rcclx_dtype dtype, rcclx_
  *  - send and recv non-NULL and 16-byte aligned; equal (in place) or not
  *    overlapping;
  *  - count >= 1 (count == 0 is a documented no-op handled by the caller);
- *  - dtype fp32/fp16/bf16, op sum/max/min, algo auto/flat/tree;
+ *  - dtype fp32/fp16/bf16, op sum/max/min, algo auto/flat/tree, or
+ *    lowp_flat/lowp_tree with op sum;
  *  - zero-copy (send == the registered input region): the message must fit
  *    in the region; copy-in messages of any size are processed in chunks. */
 RCCLX_HOST rcclx_status rcclx_allreduce_check(const rcclx_dev_comm* v, const void* send, const void* recv, size_t count,
@@ -60,6 +64,7 @@ RCCLX_HOST rcclx_status rcclx_allreduce_check(const rcclx_dev_comm* v, const voi
   if (es == 0) return RCCLX_ERR_UNSUPPORTED_DTYPE;
   if ((int)op < 0 || op >= RCCLX_OP_COUNT) return RCCLX_ERR_UNSUPPORTED_OP;
   if ((int)algo < 0 || algo >= RCCLX_ALGO_COUNT) return RCCLX_ERR_INVALID_ARGUMENT;
+  if ((algo == RCCLX_ALGO_LOWP_FLAT || algo == RCCLX_ALGO_LOWP_TREE) && op != RCCLX_SUM) return RCCLX_ERR_UNSUPPORTED_OP;
   if (count == 0 || count > ((size_t)1 << 48) / es) return RCCLX_ERR_INVALID_COUNT;
   const size_t bytes = count * es;
   const char *s = (const char*)send, *r = (const char*)recv;

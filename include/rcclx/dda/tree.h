@@ -30,7 +30,8 @@ RCCLX_DEVICE void rcclx_dda_tree_reduce_vector(const rcclx_dev_comm& c, size_t s
 template <typename T>
 RCCLX_DEVICE void rcclx_dda_tree_gather_vector(const rcclx_dev_comm& c, size_t off, size_t v, size_t nvec,
                                                size_t n, T* out) {
-  const int owner = (int)(v / rcclx_tree_shard_vectors(nvec, c.nranks));
+  /* 32-bit division: vector counts are < 2^32 (region < 2^36 bytes). */
+  const int owner = (int)((uint32_t)v / (uint32_t)rcclx_tree_shard_vectors(nvec, c.nranks));
   rcclx_store_vec_clipped(out, v, n, rcclx_ld16((const char*)c.bufs[owner] + off + v * 16));
 }
 

@@ -175,6 +175,34 @@ RCCLX_HOST_DEVICE uint32_t rcclx_fp8_encode2(float a, float b, rcclx_fp8_format 
   }
 }
 
+/* Two codes at once: bits 0..7 -> *lo, bits 8..15 -> *hi (higher bits are
+ * ignored).  Exact, like rcclx_fp8_decode; a pair converter where the chip
+ * has one (sm_89+: cvt.rn.f16x2.{e4m3x2,e5m2x2}), two single decodes
+ * elsewhere. */
+RCCLX_HOST_DEVICE void rcclx_fp8_decode2(uint32_t two, rcclx_fp8_format f, float* lo, float* hi) {
+#if defined(RCCLX_HW_DECODE2_OCP)
+  if (f == RCCLX_FP8_E4M3FN) { rcclx_hw_decode2_e4m3fn(two, lo, hi); return; }
+  if (f == RCCLX_FP8_E5M2) { rcclx_hw_decode2_e5m2(two, lo, hi); return; }
+#endif
+  switch (f) {
+    case RCCLX_FP8_E4M3FN:
+      *lo = rcclx_fp8_decode_e4m3fn((uint8_t)two);
+      *hi = rcclx_fp8_decode_e4m3fn((uint8_t)(two >> 8));
+      break;
+    case RCCLX_FP8_E4M3FNUZ:
+      *lo = rcclx_fp8_decode_e4m3fnuz((uint8_t)two);
+      *hi = rcclx_fp8_decode_e4m3fnuz((uint8_t)(two >> 8));
+      break;
+    case RCCLX_FP8_E5M2:
+      *lo = rcclx_fp8_decode_e5m2((uint8_t)two);
+      *hi = rcclx_fp8_decode_e5m2((uint8_t)(two >> 8));
+      break;
+    default:
+      *lo = rcclx_fp8_decode_e5m2fnuz((uint8_t)two);
+      *hi = rcclx_fp8_decode_e5m2fnuz((uint8_t)(two >> 8));
+  }
+}
+
 /* The public scalar API. */
 RCCLX_HOST_DEVICE uint8_t rcclx_fp8_encode(float x, rcclx_fp8_format f) {
   return (uint8_t)rcclx_fp8_encode2(x, 0.0f, f);

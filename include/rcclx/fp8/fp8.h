@@ -4,3 +4,4 @@
 #include <rcclx/fp8/format.h>
 #include <rcclx/fp8/pack.h>
 #include <rcclx/fp8/quantize.h>
+#include <rcclx/fp8/lowp_plan.h>

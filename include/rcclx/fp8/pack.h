@@ -174,20 +174,52 @@ RCCLX_HOST void rcclx_fp8_unpack_host(const void* chunk, size_t n, rcclx_fp8_for
  * block) must be passed as 0.  Returns the block's scale in every lane and
  * writes the lane's 8 codes to *q8 (little-endian: element 8l in byte 0).
  * This is what a GEMM epilogue calls on its own registers. */
+/* Same with the group width a run-time value (lanes = B / 8, a power of
+ * two <= the warp width); the template form folds it to a constant. */
+RCCLX_DEVICE rcclx_fp8_scale rcclx_fp8_quantize_group8_n(const float (&x)[8], int lanes, rcclx_fp8_format f,
+                                                         rcclx_scale_kind k, uint32_t (&q8)[2]);
 template <int LANES>
 RCCLX_DEVICE rcclx_fp8_scale rcclx_fp8_quantize_group8(const float (&x)[8], rcclx_fp8_format f,
                                                        rcclx_scale_kind k, uint32_t (&q8)[2]) {
-  float absmax = 0.0f;
+  return rcclx_fp8_quantize_group8_n(x, LANES, f, k, q8);
+}
+RCCLX_DEVICE rcclx_fp8_scale rcclx_fp8_quantize_group8_n(const float (&x)[8], int lanes, rcclx_fp8_format f,
+                                                         rcclx_scale_kind k, uint32_t (&q8)[2]) {
+  /* |x| compared as bits: for non-negative floats unsigned order is numeric
+   * order, and Inf/NaN sort above every finite value.  So the common case
+   * (a lane with only finite values) costs one AND and one MAX per element;
+   * a lane holding a non-finite value redoes its own maximum over the finite
+   * ones (no shuffles inside, so divergence there is safe).  Same result as
+   * rcclx_fp8_quantize_block_thread, bit for bit. */
+  uint32_t m = 0;
 RCCLX_UNROLL
-  for (int i = 0; i < 8; ++i)
-    if (rcclx_is_finite_f32(x[i])) absmax = rcclx_fmaxf(absmax, rcclx_fabsf(x[i]));
+  for (int i = 0; i < 8; ++i) m = rcclx_umax(m, rcclx_f32_bits(x[i]) & 0x7fffffffu);
+  const int nonfinite = m >= 0x7f800000u;
+  if (nonfinite) {
+    m = 0;
 RCCLX_UNROLL
-  for (int m = LANES / 2; m > 0; m /= 2) absmax = rcclx_fmaxf(absmax, rcclx_shfl_xor_f32(absmax, m, LANES));
-  const rcclx_fp8_scale s = rcclx_fp8_make_scale(absmax, f, k);
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t a = rcclx_f32_bits(x[i]) & 0x7fffffffu;
+      if (a < 0x7f800000u) m = rcclx_umax(m, a);
+    }
+  }
+  for (int d = lanes / 2; d > 0; d /= 2)
+    m = rcclx_umax(m, rcclx_f32_bits(rcclx_shfl_xor_f32(rcclx_bits_f32(m), d, lanes)));
+  const rcclx_fp8_scale s = rcclx_fp8_make_scale(rcclx_bits_f32(m), f, k);
+  /* A finite x gives a finite x * inv (|x| <= absmax), and NaN encodes to
+   * NaN, so only a lane that holds an Inf needs the per-element fix-up. */
 RCCLX_UNROLL
-  for (int w = 0; w < 2; ++w) {
-    q8[w] = rcclx_fp8_encode2_scaled(x[4 * w + 0], x[4 * w + 1], s.inv, f) |
-            (rcclx_fp8_encode2_scaled(x[4 * w + 2], x[4 * w + 3], s.inv, f) << 16);
+  for (int w = 0; w < 2; ++w)
+    q8[w] = rcclx_fp8_encode2(x[4 * w + 0] * s.inv, x[4 * w + 1] * s.inv, f) |
+            (rcclx_fp8_encode2(x[4 * w + 2] * s.inv, x[4 * w + 3] * s.inv, f) << 16);
+  if (nonfinite) {
+    const uint32_t nan = rcclx_fp8_nan_code(f);
+RCCLX_UNROLL
+    for (int i = 0; i < 8; ++i)
+      if (!rcclx_is_finite_f32(x[i])) {
+        const int sh = 8 * (i % 4);
+        q8[i / 4] = (q8[i / 4] & ~(0xffu << sh)) | (nan << sh);
+      }
   }
   return s;
 }
@@ -195,6 +227,10 @@ RCCLX_UNROLL
 /* The inverse for one lane: 8 codes and the block's scale -> 8 floats. */
 RCCLX_DEVICE void rcclx_fp8_dequantize8(const uint32_t (&q8)[2], float scale, rcclx_fp8_format f, float (&x)[8]) {
 RCCLX_UNROLL
-  for (int i = 0; i < 8; ++i) x[i] = rcclx_fp8_decode((uint8_t)(q8[i / 4] >> (8 * (i % 4))), f) * scale;
+  for (int i = 0; i < 8; i += 2) {
+    rcclx_fp8_decode2(q8[i / 4] >> (8 * (i % 4)), f, &x[i], &x[i + 1]);
+    x[i] *= scale;
+    x[i + 1] *= scale;
+  }
 }
 #endif /* RCCLX_GPU_LANG */

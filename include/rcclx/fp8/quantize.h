@@ -56,7 +56,9 @@ RCCLX_DEVICE void rcclx_store8_f32(T* p, size_t i0, size_t n, const float (&x)[8
       rcclx_st16(p + i0 + 4, rcclx_pack16<T>(x + 4));
     }
   } else {
-    for (int i = 0; i < 8 && i0 + i < n; ++i) p[i0 + i] = rcclx_from_f32<T>(x[i]);
+RCCLX_UNROLL
+    for (int i = 0; i < 8; ++i)
+      if (i0 + i < n) p[i0 + i] = rcclx_from_f32<T>(x[i]);
   }
 }
 RCCLX_DEVICE void rcclx_store8_u8(uint8_t* p, size_t i0, size_t n, const uint32_t (&q)[2]) {
@@ -64,7 +66,9 @@ RCCLX_DEVICE void rcclx_store8_u8(uint8_t* p, size_t i0, size_t n, const uint32_
     rcclx_u32x2 v = {{q[0], q[1]}};
     *(rcclx_u32x2*)(p + i0) = v;
   } else {
-    for (int i = 0; i < 8 && i0 + i < n; ++i) p[i0 + i] = (uint8_t)(q[i / 4] >> (8 * (i % 4)));
+RCCLX_UNROLL
+    for (int i = 0; i < 8; ++i)
+      if (i0 + i < n) p[i0 + i] = (uint8_t)(q[i / 4] >> (8 * (i % 4)));
   }
 }
 RCCLX_DEVICE void rcclx_load8_u8(const uint8_t* p, size_t i0, size_t n, uint32_t (&q)[2]) {
@@ -74,7 +78,9 @@ RCCLX_DEVICE void rcclx_load8_u8(const uint8_t* p, size_t i0, size_t n, uint32_t
     q[1] = v.w[1];
   } else {
     q[0] = q[1] = 0;
-    for (int i = 0; i < 8 && i0 + i < n; ++i) q[i / 4] |= (uint32_t)p[i0 + i] << (8 * (i % 4));
+RCCLX_UNROLL
+    for (int i = 0; i < 8; ++i)
+      if (i0 + i < n) q[i / 4] |= (uint32_t)p[i0 + i] << (8 * (i % 4));
   }
 }
 
