@@ -10,6 +10,10 @@
 
 namespace {
 
+// The full-precision algorithms (auto, flat, tree); the low-precision ones
+// are tested in test_lowp.cpp.
+const int kDdaAlgos = RCCLX_ALGO_TREE + 1;
+
 template <typename T> double to_d(T x) { return (double)rcclx_to_f32(x); }
 
 // Max |x| of one element's inputs, for the fp32 accumulation term.
@@ -43,7 +47,7 @@ void run_case(rank_set& rs, size_t n, rcclx_op op, bool in_place, std::mt19937& 
   std::vector<std::vector<T>> in(N, std::vector<T>(n));
   for (auto& v : in)
     for (auto& x : v) x = rcclx_from_f32<T>(nd(rng));
-  std::vector<std::vector<T>> outs[RCCLX_ALGO_COUNT];
+  std::vector<std::vector<T>> outs[kDdaAlgos];
   std::vector<T*> send(N), recv(N);
   for (int r = 0; r < N; ++r) {
     GPU_REQUIRE(hipSetDevice(rs.dev[r]));
@@ -51,7 +55,7 @@ void run_case(rank_set& rs, size_t n, rcclx_op op, bool in_place, std::mt19937& 
     GPU_REQUIRE(hipMalloc((void**)&recv[r], n * sizeof(T) + 16));
   }
   const rcclx_dtype dt = rcclx_dtype_of<T>::value;
-  for (int a = 0; a < RCCLX_ALGO_COUNT; ++a) {
+  for (int a = 0; a < kDdaAlgos; ++a) {
     for (int r = 0; r < N; ++r) {
       GPU_REQUIRE(hipSetDevice(rs.dev[r]));
       GPU_REQUIRE(hipMemcpy(send[r], in[r].data(), n * sizeof(T), hipMemcpyHostToDevice));
@@ -79,7 +83,7 @@ void run_case(rank_set& rs, size_t n, rcclx_op op, bool in_place, std::mt19937& 
   size_t bad = 0;
   check_result(in, outs[0][0], op, bad);
   CHECK(bad == 0);
-  for (int a = 0; a < RCCLX_ALGO_COUNT; ++a)
+  for (int a = 0; a < kDdaAlgos; ++a)
     for (int r = 0; r < N; ++r) {
       INFO("algo " << a << " rank " << r);
       CHECK(memcmp(outs[a][r].data(), outs[0][0].data(), n * sizeof(T)) == 0);  // bitwise everywhere
@@ -150,7 +154,7 @@ TEST_CASE("dda allreduce: zero-copy from the registered input region", "[gpu][dd
   REQUIRE(rs.init(N) == RCCLX_SUCCESS);
   std::mt19937 rng(3);
   std::normal_distribution<float> nd;
-  for (int a = 1; a < RCCLX_ALGO_COUNT; ++a) {
+  for (int a = 1; a < kDdaAlgos; ++a) {
     std::vector<std::vector<rcclx_bf16>> in(N, std::vector<rcclx_bf16>(n));
     std::vector<rcclx_bf16*> out(N);
     for (int r = 0; r < N; ++r) {
