@@ -1,36 +1,120 @@
 #!/usr/bin/env bash
-# The one GPU-machine script: build with nvcc, run the GPU tests, run the
-# benchmark sweeps, print a short table last.  Logs and CSVs go to $OUT.
-# Needs Catch2's single header in third_party/catch2 (carried: the GPU
-# machine has no package registry).  Usage: bash bench/device-run.sh [tests|bench|all]
+# The one GPU-machine script: GPU tests, a diagnosis, the benchmark sweeps,
+# compute-sanitizer, then a short table last.  Logs, CSVs and the plot go to
+# $OUT (few files: the device tool returns at most 8; everything else is
+# packed into $OUT/logs.tgz).
+#
+# Binaries: prebuilt ones from devbin/ if they run here (bench/pack-devbin.sh
+# builds them with nvcc on a machine without a GPU), else a fresh build with
+# nvcc (needs Catch2's single header in third_party/catch2: carry it).
+# Every step has a time cap inside an overall deadline (RCCLX_DEADLINE_S,
+# default 230 s), so a hang costs its cap, never the session.
+# Usage: bash bench/device-run.sh [tests|bench|all]
 set -uo pipefail
 what=${1:-all}
 OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-export CUDA_DEVICE_MAX_CONNECTIONS=32 GPU_MAX_HW_QUEUES=16
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-cmake -S . -B build-gpu -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build build-gpu -j16 > "$OUT/build.log" 2>&1 || { grep -E 'error' "$OUT/build.log" | head -30; exit 1; }
+LOG=$OUT/logs
+mkdir -p "$LOG"
+T0=$(date +%s)
+DEADLINE=${RCCLX_DEADLINE_S:-230}
+export CUDA_DEVICE_MAX_CONNECTIONS=32 GPU_MAX_HW_QUEUES=16 CUDA_MODULE_LOADING=EAGER
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 rc=0
+status_lines=()
+
+left() { echo $((DEADLINE - ($(date +%s) - T0))); }
+# step NAME MAX_SECONDS CMD...: runs CMD under min(MAX, time left), logs to
+# $LOG/NAME.log, records ok/FAIL and the seconds it took.
+step() {
+  local name=$1 max=$2; shift 2
+  local cap; cap=$(left)
+  (( cap > max )) && cap=$max
+  if (( cap < 5 )); then status_lines+=("SKIP  (no time left)  $name"); return 1; fi
+  local s; s=$(date +%s)
+  timeout -k 5 "$cap" "$@" > "$LOG/$name.log" 2>&1
+  local r=$?
+  local took=$(( $(date +%s) - s ))
+  if [[ $r == 0 ]]; then status_lines+=("ok    ${took}s  $name");
+  else status_lines+=("FAIL:$r ${took}s/${cap}s  $name"); fi
+  return $r
+}
+
+if ! (nvidia-smi -L 2>/dev/null | grep -q GPU) && ! (rocm-smi --showproductname 2>/dev/null | grep -qi gpu); then
+  echo "device-run: no GPU found on this machine (nvidia-smi / rocm-smi see none); the GPU tests and benchmarks need one" >&2
+  exit 2
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$LOG/gpu.txt" 2>&1
+BIN=""
+if [[ -f devbin.tgz ]]; then
+  tar -xzf devbin.tgz && ./devbin/rcclx_gpu_tests --list-test-names-only > /dev/null 2>&1 && BIN=devbin
+fi
+if [[ -z $BIN ]]; then
+  step build 150 bash -c 'cmake -S . -B build-gpu -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j16' || rc=1
+  mkdir -p devbin
+  for f in build-gpu/tests/gpu/rcclx_gpu_tests build-gpu/tests/gpu/rcclx_ipc_test build-gpu/tests/gpu/librcclx_fp8_capi.so \
+           build-gpu/bench/bench_dda build-gpu/bench/bench_lowp build-gpu/bench/bench_fusion \
+           build-gpu/examples/allreduce_basic build-gpu/examples/gemm_allreduce build-gpu/examples/allreduce_rmsnorm; do
+    [[ -f $f ]] && cp "$f" devbin/
+  done
+  BIN=devbin
+  status_lines+=("note  prebuilt binaries did not run here: built with nvcc")
+else
+  status_lines+=("note  prebuilt binaries ran here")
+fi
+T=./$BIN/rcclx_gpu_tests
+
 if [[ $what == tests || $what == all ]]; then
-  # Each DDA case on its own, under a watchdog, so a deadlock is an error with a name.
-  export RCCLX_WATCHDOG_MS=${RCCLX_WATCHDOG_MS:-20000}
-  ./build-gpu/tests/gpu/rcclx_gpu_tests --list-test-names-only "[dda]" | grep -v '^$' | while read -r name; do
-    s=$(date +%s.%N)
-    timeout 60 ./build-gpu/tests/gpu/rcclx_gpu_tests "$name" > "$OUT/case.log" 2>&1; r=$?
-    printf '%-4s %6.1fs  %s\n' "$([[ $r == 0 ]] && echo ok || echo FAIL:$r)" "$(awk "BEGIN{print $(date +%s.%N) - $s}")" "$name"
-    [[ $r == 0 ]] || tail -30 "$OUT/case.log"
-    cat "$OUT/case.log" >> "$OUT/dda_cases.log"
-  done | tee "$OUT/dda_cases.txt"
-  ctest --test-dir build-gpu --output-on-failure --timeout 240 -j1 -E 'gpu.dda' 2>&1 | tee "$OUT/ctest.log" | grep -vE '^\s*$' | tail -15
-  [[ ${PIPESTATUS[0]} == 0 ]] || rc=1
-  grep -q FAIL "$OUT/dda_cases.txt" && rc=1
+  # fp8 tests are host-heavy and need no co-residency: in the background.
+  ( timeout 120 $T "[fp8]" -d yes > "$LOG/gpu_fp8.log" 2>&1; echo $? > "$LOG/gpu_fp8.rc" ) &
+  fp8_pid=$!
+  export RCCLX_WATCHDOG_MS=20000
+  step gpu_dda 80 $T "[dda]" -d yes || rc=1
+  step gpu_lowp 60 $T "[lowp]" -d yes || rc=1
+  step gpu_fusion 40 $T "[fusion]" -d yes || rc=1
+  # Diagnosis of the 2026-12-02 eager deadlock: the same test with CUDA's
+  # lazy loading forced back on must trip the watchdog (3 s).
+  if step lazy_loading_repro 25 env RCCLX_WATCHDOG_MS=3000 CUDA_MODULE_LOADING=LAZY \
+       $T "dda allreduce: 10 000 back-to-back calls / no reset"; then
+    status_lines+=("NOTE  lazy loading did NOT reproduce the deadlock")
+  else
+    grep -q "peer timeout\|PEER_TIMEOUT\|== 0" "$LOG/lazy_loading_repro.log" && status_lines+=("note  lazy loading reproduces the eager deadlock (expected)")
+  fi
+  unset RCCLX_WATCHDOG_MS
+  step ipc_2procs 30 ./$BIN/rcclx_ipc_test 2 || rc=1
+  step ipc_4procs 30 ./$BIN/rcclx_ipc_test 4 || rc=1
+  for ex in allreduce_basic gemm_allreduce allreduce_rmsnorm; do step "example_$ex" 15 ./$BIN/$ex || rc=1; done
+  wait $fp8_pid
+  if [[ $(cat "$LOG/gpu_fp8.rc" 2>/dev/null) == 0 ]]; then status_lines+=("ok    (bg) gpu_fp8"); else status_lines+=("FAIL:$(cat "$LOG/gpu_fp8.rc" 2>/dev/null) (bg) gpu_fp8"); rc=1; fi
 fi
 if [[ $what == bench || $what == all ]]; then
-  python3 bench/fp8_bench.py build-gpu/tests/gpu/librcclx_fp8_capi.so "$OUT/fp8_bench.csv" > "$OUT/fp8_bench.txt" 2>&1 || rc=1
-  timeout 240 ./build-gpu/bench/bench_dda "$OUT/bench_dda.csv" > "$OUT/bench_dda.txt" 2>&1 || rc=1
-  ./build-gpu/examples/allreduce_basic | tee "$OUT/example.txt" || rc=1
-  python3 bench/summary.py "$OUT" || rc=1
+  step bench_lowp 45 ./$BIN/bench_lowp "$OUT/bench_lowp.csv" || rc=1
+  step bench_fusion 40 ./$BIN/bench_fusion "$OUT/bench_fusion.csv" || rc=1
+  step bench_dda 60 ./$BIN/bench_dda "$OUT/bench_dda.csv" || rc=1
+  step fp8_bench 60 python3 bench/fp8_bench.py ./$BIN/librcclx_fp8_capi.so "$OUT/fp8_bench.csv" || rc=1
 fi
+if [[ $what == tests || $what == all ]]; then
+  step fp8_vs_torch 30 python3 tests/gpu/fp8_torch_check.py ./$BIN/librcclx_fp8_capi.so || rc=1
+  # compute-sanitizer: kernels that need no co-residency (the sanitizer
+  # serialises launches, so virtual-rank barriers cannot meet under it), and
+  # the IPC test (one process per rank, time-sliced).
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  step sanitize_memcheck 30 "$CS" --tool memcheck --error-exitcode 9 $T "[sanitize]" || rc=1
+  step sanitize_racecheck 30 "$CS" --tool racecheck --error-exitcode 9 $T "[sanitize]" || rc=1
+  step sanitize_memcheck_ipc 30 "$CS" --tool memcheck --error-exitcode 9 --target-processes all ./$BIN/rcclx_ipc_test 2 || rc=1
+fi
+{
+  cat "$LOG/gpu.txt"
+  printf '%s\n' "${status_lines[@]}"
+  for f in gpu_dda gpu_lowp gpu_fusion gpu_fp8 ipc_2procs ipc_4procs; do
+    [[ -f $LOG/$f.log ]] && { echo "--- $f"; grep -E "passed|failed|FAILED|test cases|assertions" "$LOG/$f.log" | tail -4; }
+  done
+  for f in sanitize_memcheck sanitize_racecheck sanitize_memcheck_ipc; do
+    [[ -f $LOG/$f.log ]] && { echo "--- $f"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|rror|not supported" "$LOG/$f.log" | tail -3; }
+  done
+  [[ -f $LOG/lazy_loading_repro.log ]] && { echo "--- lazy_loading_repro"; grep -E "timeout|FAILED|e == 0|test cases" "$LOG/lazy_loading_repro.log" | head -4; }
+  python3 bench/summary.py "$OUT" 2>&1
+  echo "total $(( $(date +%s) - T0 ))s, exit $rc"
+} > "$OUT/summary.txt" 2>&1
+tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$LOG"
+cat "$OUT/summary.txt"
 exit $rc

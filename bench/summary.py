@@ -1,27 +1,73 @@
-"""Short table of the sweep (last thing device-run.sh prints) + plot."""
-import csv, sys, os
+"""Short tables of a device run (the last thing device-run.sh prints) and the
+latency plot.  Usage: python3 summary.py OUT_DIR.  Missing CSVs are skipped."""
+import csv, os, sys
+
 out = sys.argv[1]
-rows = list(csv.DictReader(open(os.path.join(out, "bench_dda.csv"))))
-print(open(os.path.join(out, "fp8_bench.txt")).read())
-print("DDA bf16 allreduce, us per call (graph replay median); floor = empty kernel per rank; %copy = copy time / time")
-print("%-3s %9s %8s %8s %8s %7s %7s" % ("N", "bytes", "flat", "tree", "auto", "floor", "%copy"))
-for r in rows:
-    if r["dtype"] != "bf16" or r["algo"] != "auto":
-        continue
-    same = {x["algo"]: float(x["us"]) for x in rows if x["dtype"] == "bf16" and x["nranks"] == r["nranks"] and x["bytes"] == r["bytes"]}
-    print("%-3s %9s %8.2f %8.2f %8.2f %7.2f %6.0f%%" % (r["nranks"], r["bytes"], same["flat"], same["tree"], same["auto"],
-                                                       float(r["empty_us"]), 100 * float(r["frac_copy"])))
+
+
+def rows(name):
+    p = os.path.join(out, name)
+    return list(csv.DictReader(open(p))) if os.path.exists(p) else []
+
+
+fp8 = rows("fp8_bench.csv")
+if fp8:
+    print("FP8 quantize bf16->e4m3fn B=128 fp32 scales, 256 MiB (same-run copy = roofline)")
+    for r in fp8:
+        print("  %-28s %8.4f ms %8.1f GB/s %6.1f%%" % (r["what"], float(r["ms"]), float(r["GBps"]),
+                                                     100 * float(r["frac_of_copy_roofline"])))
+
+dda = rows("bench_dda.csv")
+if dda:
+    print("DDA bf16 AllReduce, us per call (graph replay median); floor = empty kernel per rank;"
+          " %copy = copy of unique bytes / time (auto_zc: input already in the registered buffer)")
+    print("  %-3s %9s %8s %8s %8s %8s %7s %6s %6s" % ("N", "bytes", "flat", "tree", "auto", "auto_zc", "floor", "%copy", "%zc"))
+    keys = sorted({(int(r["nranks"]), int(r["bytes"])) for r in dda if r["dtype"] == "bf16"})
+    for n, b in keys:
+        same = {x["algo"]: x for x in dda if x["dtype"] == "bf16" and int(x["nranks"]) == n and int(x["bytes"]) == b}
+        us = lambda a: float(same[a]["us"]) if a in same else float("nan")
+        frac = lambda a: 100 * float(same[a]["frac_copy"]) if a in same else float("nan")
+        print("  %-3d %9d %8.2f %8.2f %8.2f %8.2f %7.2f %5.0f%% %5.0f%%" % (
+            n, b, us("flat"), us("tree"), us("auto"), us("auto_zc"), float(same["auto"]["empty_us"]), frac("auto"),
+            frac("auto_zc")))
+
+lp = rows("bench_lowp.csv")
+if lp:
+    print("Low precision (e4m3, B=128, fp32 scales) vs full precision, us per call; x = full / best low-precision")
+    by = {}
+    for r in lp:
+        by.setdefault((int(r["nranks"]), r["collective"], int(r["bytes_per_rank"])), {})[r["path"]] = float(r["us"])
+    for (n, c, b), d in sorted(by.items()):
+        full = d.get("full_auto", d.get("full_raw"))
+        best = min(v for k, v in d.items() if k.startswith("lowp"))
+        print("  %-3d %-14s %9d full %9.2f  lowp %s  x%.2f" % (
+            n, c, b, full, " ".join("%s %.2f" % (k, v) for k, v in sorted(d.items()) if k.startswith("lowp")), full / best))
+
+fu = rows("bench_fusion.csv")
+if fu:
+    print("Fusion, us per call (graph replay median); x = unfused / way")
+    by = {}
+    for r in fu:
+        by.setdefault((int(r["nranks"]), r["what"], int(r["M"]), int(r["N"])), {})[r["way"]] = float(r["us"])
+    for (n, w, m, nn), d in sorted(by.items()):
+        unf = d["unfused"]
+        print("  %-3d %-18s M/T %5d N/H %5d  %s" % (n, w, m, nn, "  ".join(
+            "%s %.2f (x%.2f)" % (k, v, unf / v) for k, v in d.items())))
+
 try:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for n in ("2", "4", "8"):
-        for algo, style in (("flat", "-"), ("tree", "--")):
-            pts = [(int(x["bytes"]), float(x["us"])) for x in rows if x["nranks"] == n and x["algo"] == algo and x["dtype"] == "bf16"]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=f"{n} ranks {algo}")
-    ax.set_xscale("log", base=2); ax.set_yscale("log"); ax.set_xlabel("bytes per rank"); ax.set_ylabel("us per call")
-    ax.set_title("rcclx DDA bf16 AllReduce, virtual ranks on one H200"); ax.legend(fontsize=7); ax.grid(True, alpha=.3)
-    fig.savefig(os.path.join(out, "dda_latency.png"), dpi=100)
+    if dda:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for n in ("2", "4", "8"):
+            for algo, style in (("flat", "-"), ("tree", "--"), ("auto_zc", ":")):
+                pts = [(int(x["bytes"]), float(x["us"])) for x in dda
+                       if x["nranks"] == n and x["algo"] == algo and x["dtype"] == "bf16"]
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=f"{n} ranks {algo}")
+        ax.set_xscale("log", base=2); ax.set_yscale("log"); ax.set_xlabel("bytes per rank"); ax.set_ylabel("us per call")
+        ax.set_title("rcclx DDA bf16 AllReduce, virtual ranks on one H200"); ax.legend(fontsize=7); ax.grid(True, alpha=.3)
+        fig.savefig(os.path.join(out, "dda_latency.png"), dpi=90)
 except Exception as e:  # the plot is a convenience
     print("plot skipped:", e)

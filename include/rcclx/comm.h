@@ -57,6 +57,7 @@
 
 #define RCCLX_MAX_RANKS 8
 #define RCCLX_MAX_BLOCKS 128
+#define RCCLX_MAX_TILES 2048 /* tiles a fused kernel can publish per call */
 
 /* First error a kernel recorded (status 0 = none); read and cleared by
  * rcclx_comm_check. */
@@ -79,6 +80,13 @@ typedef struct rcclx_signal {
   uint32_t epoch[RCCLX_MAX_BLOCKS]; /* barriers passed by this rank's block b */
   uint32_t calls[RCCLX_MAX_BLOCKS]; /* calls run by this rank's block b */
   rcclx_error_record error;
+  /* Tile flags of fused kernels (rcclx/tile.h): tile_ready[t][src] is the
+   * epoch at which src published tile t, tile_done[t][src] the epoch at
+   * which src finished reading everyone's tile t; tile_epoch[t] counts this
+   * rank's publications of tile t. */
+  uint32_t tile_ready[RCCLX_MAX_TILES][RCCLX_MAX_RANKS];
+  uint32_t tile_done[RCCLX_MAX_TILES][RCCLX_MAX_RANKS];
+  uint32_t tile_epoch[RCCLX_MAX_TILES];
 } rcclx_signal;
 
 typedef struct rcclx_dev_comm {

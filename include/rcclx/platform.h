@@ -45,29 +45,45 @@
 #  define RCCLX_GLOBAL __global__
 #  define RCCLX_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
 #  define RCCLX_UNROLL _Pragma("unroll")
+#  define RCCLX_NO_UNROLL _Pragma("unroll 1")
+/* Register-heavy collective kernels (the low-precision ones): at most 512
+ * threads per block.  On CDNA that lifts the cap from 128 to 256 VGPRs; on
+ * NVIDIA it still asks for two blocks per SM (64 registers), the
+ * co-residency the communicator's grid assumes. */
+#  if defined(RCCLX_PLATFORM_CUDA)
+#    define RCCLX_LAUNCH_BOUNDS_512 __launch_bounds__(512, 2)
+#  else
+#    define RCCLX_LAUNCH_BOUNDS_512 __launch_bounds__(512)
+#  endif
 #else
 #  define RCCLX_HOST_DEVICE inline
 #  define RCCLX_DEVICE inline
 #  define RCCLX_GLOBAL
 #  define RCCLX_LAUNCH_BOUNDS(threads)
+#  define RCCLX_LAUNCH_BOUNDS_512
 #  define RCCLX_UNROLL
+#  define RCCLX_NO_UNROLL
 #endif
 
 /* Host-only helper functions in headers. */
 #define RCCLX_HOST static inline
 
-/* fmaxf / fminf / fabsf that lower to one instruction everywhere (HIP's
- * math wrappers would call into the device libraries, which CI's ISA build
- * does not link). */
+/* fmaxf / fminf / fabsf / fmaf / sqrtf that lower
+ * to the chip's instructions everywhere (HIP's math wrappers would call into
+ * the device libraries, which CI's ISA build does not link). */
 #if defined(RCCLX_PLATFORM_HIP)
 #  define rcclx_fmaxf __builtin_fmaxf
 #  define rcclx_fminf __builtin_fminf
 #  define rcclx_fabsf __builtin_fabsf
+#  define rcclx_fmaf __builtin_fmaf
+#  define rcclx_sqrtf __builtin_sqrtf
 #else
 #  include <math.h>
 #  define rcclx_fmaxf fmaxf
 #  define rcclx_fminf fminf
 #  define rcclx_fabsf fabsf
+#  define rcclx_fmaf fmaf
+#  define rcclx_sqrtf sqrtf
 #endif
 
 /* ---- HIP runtime names used by rcclx, spelled for CUDA ------------------ */

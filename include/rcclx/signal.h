@@ -29,6 +29,27 @@ RCCLX_DEVICE void rcclx_record_error(const rcclx_dev_comm& c, rcclx_status s, in
   }
 }
 
+/* Spin (acquire, system scope) until *flag reaches epoch e (signed
+ * difference: wrap-around safe).  With the watchdog on, gives up after
+ * c.watchdog_ns, records RCCLX_ERR_PEER_TIMEOUT (slot, peer, e) and returns
+ * 1; else returns 0.  One thread calls it per flag. */
+RCCLX_DEVICE int rcclx_spin_until(const rcclx_dev_comm& c, const uint32_t* flag, uint32_t e, int slot, int peer) {
+  uint32_t spins = 0;
+  uint64_t t0 = 0;
+  while ((int32_t)(rcclx_ld_acquire_sys_u32(flag) - e) < 0) {
+    if (c.watchdog_ns && (++spins & 1023u) == 0u) {
+      const uint64_t now = rcclx_wall_ns();
+      if (!t0) {
+        t0 = now;
+      } else if (now - t0 > c.watchdog_ns) {
+        rcclx_record_error(c, RCCLX_ERR_PEER_TIMEOUT, slot, peer, e);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 /* Barrier among block `slot` of every rank.  Every thread of the block
  * calls it.  Ordering: whatever any thread of this block wrote before the
  * call is visible to every peer's block `slot` once its call returns, and
@@ -53,21 +74,7 @@ RCCLX_DEVICE int rcclx_barrier_block(const rcclx_dev_comm& c, int slot, uint32_t
     rcclx_signal* peer = c.sigs[t];
     if (sig) peer->call_sig[slot][c.rank][e & 1u] = sig; /* published by the release below */
     rcclx_st_release_sys_u32(&peer->arrive[slot][c.rank], e);
-    const uint32_t* flag = &me->arrive[slot][t];
-    uint32_t spins = 0;
-    uint64_t t0 = 0;
-    while ((int32_t)(rcclx_ld_acquire_sys_u32(flag) - e) < 0) {
-      if (c.watchdog_ns && (++spins & 1023u) == 0u) {
-        const uint64_t now = rcclx_wall_ns();
-        if (!t0) {
-          t0 = now;
-        } else if (now - t0 > c.watchdog_ns) {
-          rcclx_record_error(c, RCCLX_ERR_PEER_TIMEOUT, slot, t, e);
-          bad = RCCLX_BARRIER_TIMEOUT;
-          break;
-        }
-      }
-    }
+    bad = rcclx_spin_until(c, &me->arrive[slot][t], e, slot, t) ? RCCLX_BARRIER_TIMEOUT : RCCLX_BARRIER_OK;
     if (!bad && sig && me->call_sig[slot][t][e & 1u] != sig) {
       rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, slot, t, e);
       bad = RCCLX_BARRIER_MISMATCH;

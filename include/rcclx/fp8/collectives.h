@@ -139,35 +139,38 @@ RCCLX_UNROLL
     }
     return;
   }
-  /* Four ranks' loads in flight at a time: all eight would not fit the 64
-   * registers a co-resident grid allows. */
+  /* Four ranks' loads in flight at a time, the batches not unrolled: all
+   * eight at once would not fit the 64 registers a co-resident grid allows
+   * on NVIDIA, and unrolled batches cost CDNA ~190 VGPRs (95 like this). */
+RCCLX_NO_UNROLL
+  for (int r0 = 0; r0 < c.nranks; r0 += 4) {
+    rcclx_lowp_fetch f[4];
 RCCLX_UNROLL
-  for (int r0 = 0; r0 < RCCLX_MAX_RANKS; r0 += 4) {
-    if (r0 < c.nranks) {
-      rcclx_lowp_fetch f[4];
+    for (int r = 0; r < 4; ++r)
+      if (r0 + r < c.nranks)
+        rcclx_lowp_fetch_group((const char*)c.bufs[r0 + r] + half_off + seg_off, m, j, lane, w, &f[r]);
 RCCLX_UNROLL
-      for (int r = 0; r < 4; ++r)
-        if (r0 + r < c.nranks)
-          rcclx_lowp_fetch_group((const char*)c.bufs[r0 + r] + half_off + seg_off, m, j, lane, w, &f[r]);
+    for (int r = 0; r < 4; ++r)
+      if (r0 + r < c.nranks) {
+        rcclx_lowp_decode(&f[r], w, y);
 RCCLX_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        if (r0 + r < c.nranks) {
-          rcclx_lowp_decode(&f[r], w, y);
-RCCLX_UNROLL
-          for (int i = 0; i < 8; ++i) acc[i] = r0 + r == 0 ? y[i] : acc[i] + y[i];
-        }
+        for (int i = 0; i < 8; ++i) acc[i] = r0 + r == 0 ? y[i] : acc[i] + y[i];
       }
-    }
   }
 }
 
 /* The fused kernel of every low-precision collective.  m: elements per
  * segment in this launch; in_stride / out_stride: elements between the
  * segments of send (RS, A2A) / recv (AG, A2A). */
-template <typename T, int KIND>
-RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
+#define RCCLX_LOWP_MAX_THREADS 512
+
+template <typename T, int KIND, int FMT>
+RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     rcclx_lowp_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t m, size_t in_stride, size_t out_stride,
                       rcclx_wire w, uint32_t sig) {
+  /* The wire format is a compile-time constant (one encode/decode path per
+   * kernel: a run-time switch over four formats cost CDNA 200+ VGPRs). */
+  w.format = FMT;
   /* Group and tile indices fit in 32 bits: a call's groups all lie in one
    * region (< 2^36 bytes, rcclx_config_resolve) of >= 32-element groups. */
   const int slot = (int)blockIdx.x, R = c.nranks, me = c.rank;
@@ -247,12 +250,13 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
 
 /* ---- host launchers --------------------------------------------------------- */
 
-template <typename T, int KIND>
+template <typename T, int KIND, int FMT>
 RCCLX_HOST rcclx_status rcclx_lowp_launch_(const rcclx_comm* comm, const void* send, void* recv, size_t m,
                                            size_t in_stride, size_t out_stride, rcclx_wire w, uint32_t sig,
                                            hipStream_t stream) {
   const rcclx_dev_comm& v = comm->view;
-  const void* kern = (const void*)rcclx_lowp_kernel<T, KIND>;
+  if (v.nthreads > RCCLX_LOWP_MAX_THREADS) return RCCLX_ERR_INVALID_ARGUMENT;
+  const void* kern = (const void*)rcclx_lowp_kernel<T, KIND, FMT>;
   /* The communicator's grid was sized for co-residency from the DDA
    * kernels; refuse to launch one that could not be co-resident. */
   int occ = 0, sms = 0;
@@ -260,33 +264,46 @@ RCCLX_HOST rcclx_status rcclx_lowp_launch_(const rcclx_comm* comm, const void* s
       hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, comm->device) != hipSuccess)
     return RCCLX_ERR_RUNTIME;
   if ((long)occ * sms < (long)v.nblocks * comm->ranks_on_device) return RCCLX_ERR_INVALID_ARGUMENT;
-  rcclx_lowp_kernel<T, KIND><<<v.nblocks, v.nthreads, 0, stream>>>(v, (const T*)send, (T*)recv, m, in_stride,
-                                                                     out_stride, w, sig);
+  rcclx_lowp_kernel<T, KIND, FMT><<<v.nblocks, v.nthreads, 0, stream>>>(v, (const T*)send, (T*)recv, m, in_stride,
+                                                                          out_stride, w, sig);
   return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
 }
-template <int KIND>
-RCCLX_HOST rcclx_status rcclx_lowp_launch_t_(const rcclx_comm* comm, rcclx_dtype dt, const void* send, void* recv,
-                                             size_t m, size_t in_stride, size_t out_stride, rcclx_wire w,
-                                             uint32_t sig, hipStream_t s) {
-  if (dt == RCCLX_FLOAT32) return rcclx_lowp_launch_<float, KIND>(comm, send, recv, m, in_stride, out_stride, w, sig, s);
-  if (dt == RCCLX_FLOAT16)
-    return rcclx_lowp_launch_<rcclx_f16, KIND>(comm, send, recv, m, in_stride, out_stride, w, sig, s);
-  return rcclx_lowp_launch_<rcclx_bf16, KIND>(comm, send, recv, m, in_stride, out_stride, w, sig, s);
+/* A call's shape, passed down the dispatch. */
+typedef struct rcclx_lowp_call_ {
+  const rcclx_comm* comm;
+  const void* send;
+  void* recv;
+  size_t m, in_stride, out_stride;
+  rcclx_wire w;
+  uint32_t sig;
+  hipStream_t stream;
+} rcclx_lowp_call_;
+template <typename T, int KIND>
+RCCLX_HOST rcclx_status rcclx_lowp_launch_f_(const rcclx_lowp_call_& a) {
+#define RCCLX_LOWP_LAUNCH_(F) \
+  rcclx_lowp_launch_<T, KIND, F>(a.comm, a.send, a.recv, a.m, a.in_stride, a.out_stride, a.w, a.sig, a.stream)
+  switch (a.w.format) {
+    case RCCLX_FP8_E4M3FN: return RCCLX_LOWP_LAUNCH_(RCCLX_FP8_E4M3FN);
+    case RCCLX_FP8_E4M3FNUZ: return RCCLX_LOWP_LAUNCH_(RCCLX_FP8_E4M3FNUZ);
+    case RCCLX_FP8_E5M2: return RCCLX_LOWP_LAUNCH_(RCCLX_FP8_E5M2);
+    case RCCLX_FP8_E5M2FNUZ: return RCCLX_LOWP_LAUNCH_(RCCLX_FP8_E5M2FNUZ);
+    default: return RCCLX_LOWP_LAUNCH_(RCCLX_WIRE_RAW);
+  }
+#undef RCCLX_LOWP_LAUNCH_
 }
-RCCLX_HOST rcclx_status rcclx_lowp_launch_k_(const rcclx_comm* comm, rcclx_lowp_kind k, rcclx_dtype dt,
-                                             const void* send, void* recv, size_t m, size_t in_stride,
-                                             size_t out_stride, rcclx_wire w, uint32_t sig, hipStream_t s) {
+template <int KIND>
+RCCLX_HOST rcclx_status rcclx_lowp_launch_t_(rcclx_dtype dt, const rcclx_lowp_call_& a) {
+  if (dt == RCCLX_FLOAT32) return rcclx_lowp_launch_f_<float, KIND>(a);
+  if (dt == RCCLX_FLOAT16) return rcclx_lowp_launch_f_<rcclx_f16, KIND>(a);
+  return rcclx_lowp_launch_f_<rcclx_bf16, KIND>(a);
+}
+RCCLX_HOST rcclx_status rcclx_lowp_launch_k_(rcclx_lowp_kind k, rcclx_dtype dt, const rcclx_lowp_call_& a) {
   switch (k) {
-    case RCCLX_LOWP_ALLREDUCE_FLAT:
-      return rcclx_lowp_launch_t_<RCCLX_LOWP_ALLREDUCE_FLAT>(comm, dt, send, recv, m, in_stride, out_stride, w, sig, s);
-    case RCCLX_LOWP_ALLREDUCE_TREE:
-      return rcclx_lowp_launch_t_<RCCLX_LOWP_ALLREDUCE_TREE>(comm, dt, send, recv, m, in_stride, out_stride, w, sig, s);
-    case RCCLX_LOWP_REDUCE_SCATTER:
-      return rcclx_lowp_launch_t_<RCCLX_LOWP_REDUCE_SCATTER>(comm, dt, send, recv, m, in_stride, out_stride, w, sig, s);
-    case RCCLX_LOWP_ALLGATHER:
-      return rcclx_lowp_launch_t_<RCCLX_LOWP_ALLGATHER>(comm, dt, send, recv, m, in_stride, out_stride, w, sig, s);
-    default:
-      return rcclx_lowp_launch_t_<RCCLX_LOWP_ALLTOALL>(comm, dt, send, recv, m, in_stride, out_stride, w, sig, s);
+    case RCCLX_LOWP_ALLREDUCE_FLAT: return rcclx_lowp_launch_t_<RCCLX_LOWP_ALLREDUCE_FLAT>(dt, a);
+    case RCCLX_LOWP_ALLREDUCE_TREE: return rcclx_lowp_launch_t_<RCCLX_LOWP_ALLREDUCE_TREE>(dt, a);
+    case RCCLX_LOWP_REDUCE_SCATTER: return rcclx_lowp_launch_t_<RCCLX_LOWP_REDUCE_SCATTER>(dt, a);
+    case RCCLX_LOWP_ALLGATHER: return rcclx_lowp_launch_t_<RCCLX_LOWP_ALLGATHER>(dt, a);
+    default: return rcclx_lowp_launch_t_<RCCLX_LOWP_ALLTOALL>(dt, a);
   }
 }
 
@@ -295,7 +312,8 @@ RCCLX_HOST rcclx_status rcclx_lowp_launch_k_(const rcclx_comm* comm, rcclx_lowp_
  * arguments (disagreement is caught in-kernel: RCCLX_ERR_RANK_MISMATCH from
  * rcclx_comm_check).  `count` per rcclx_lowp_check; op is always sum.
  * Messages larger than the registered region run in chunks of whole
- * quantization groups.  count == 0 launches nothing. */
+ * quantization groups.  count == 0 launches nothing.  Needs a communicator
+ * of at most RCCLX_LOWP_MAX_THREADS threads per block (the default 512). */
 RCCLX_HOST rcclx_status rcclx_lowp_collective(rcclx_comm* comm, rcclx_lowp_kind kind, const void* send, void* recv,
                                               size_t count, rcclx_dtype dtype, rcclx_wire w, hipStream_t stream) {
   if (!comm || !comm->kind) return RCCLX_ERR_NULL_POINTER;
@@ -310,8 +328,9 @@ RCCLX_HOST rcclx_status rcclx_lowp_collective(rcclx_comm* comm, rcclx_lowp_kind 
   for (size_t done = 0; done < count && st == RCCLX_SUCCESS; done += chunk) {
     const size_t m = count - done < chunk ? count - done : chunk;
     const uint32_t sig = rcclx_lowp_signature(kind, m, dtype, w);
-    st = rcclx_lowp_launch_k_(comm, kind, dtype, (const char*)send + done * es, (char*)recv + done * es, m, count,
-                              count, w, sig, stream);
+    const rcclx_lowp_call_ a = {comm, (const char*)send + done * es, (char*)recv + done * es, m, count, count, w, sig,
+                                stream};
+    st = rcclx_lowp_launch_k_(kind, dtype, a);
   }
   if (prev != comm->device) (void)hipSetDevice(prev);
   return st;

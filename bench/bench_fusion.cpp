@@ -1,0 +1,98 @@
+// Fusion examples timed against their unfused sequences, same run, graph
+// replays (median): GEMM + AllReduce three ways at decode shapes (M = 1..64
+// tokens) and one prefill shape; AllReduce + residual + RMSNorm fused vs
+// zero-copy AllReduce + RMSNorm kernel.  Speedups are against the unfused
+// sequence.  Output: CSV (argv[1]) and a table on stdout.
+#include "../examples/allreduce_rmsnorm.h"
+#include "../examples/gemm_allreduce.h"
+#include "timing.h"
+
+int main(int argc, char** argv) {
+  int ndev = 0;
+  if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) {
+    fprintf(stderr, "bench_fusion: no GPU found; this benchmark needs one (run bench/device-run.sh on a GPU machine)\n");
+    return 2;
+  }
+  FILE* csv = fopen(argc > 1 ? argv[1] : "bench_fusion.csv", "w");
+  if (!csv) return 1;
+  fprintf(csv, "nranks,what,M,N,K,way,us,speedup_vs_unfused\n");
+  printf("%-3s %-14s %6s %6s %6s %10s %10s %10s %10s\n", "N", "what", "M", "N", "K", "gemm_only", "unfused", "epilogue",
+         "fused");
+  const int Nf = 4096, Kf = 2048;  // per-rank K (row-parallel: K split across ranks)
+  for (int R : {2, 8}) {
+    rank_set rs;
+    RK(rs.init(R));
+    std::vector<rcclx_bf16*> X(R), W(R), Y(R), out(R);
+    const size_t maxM = 512;
+    for (int r = 0; r < R; ++r) {
+      CK(hipSetDevice(rs.dev[r]));
+      CK(hipMalloc((void**)&X[r], maxM * Kf * 2));
+      CK(hipMalloc((void**)&W[r], (size_t)Kf * Nf * 2));
+      CK(hipMalloc((void**)&Y[r], maxM * Nf * 2));
+      CK(hipMalloc((void**)&out[r], maxM * Nf * 2));
+      bench_fill_kernel<<<256, 256>>>((uint16_t*)X[r], maxM * Kf, r);
+      bench_fill_kernel<<<256, 256>>>((uint16_t*)W[r], (size_t)Kf * Nf, r + 1);
+      CK(hipDeviceSynchronize());
+    }
+    for (int M : {1, 16, 64, 512}) {
+      const size_t n = (size_t)M * Nf;
+      const int K = M == 512 ? 5 : 20;
+      const double g = time_graph(rs, [&](int r) { RK(gemm_bf16(X[r], W[r], Y[r], M, Nf, Kf, rs.stream[r])); }, K, 9);
+      const double unf = time_graph(rs, [&](int r) {
+        RK(gemm_bf16(X[r], W[r], Y[r], M, Nf, Kf, rs.stream[r]));
+        RK(rcclx_allreduce(&rs.comm[r], Y[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[r]));
+      }, K, 9);
+      const double epi = time_graph(rs, [&](int r) {
+        rcclx_bf16* in = (rcclx_bf16*)rcclx_comm_input(&rs.comm[r]);
+        RK(gemm_bf16(X[r], W[r], in, M, Nf, Kf, rs.stream[r]));
+        RK(rcclx_allreduce(&rs.comm[r], in, out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[r]));
+      }, K, 9);
+      const double fus = time_graph(rs, [&](int r) {
+        RK(gemm_allreduce_fused(&rs.comm[r], X[r], W[r], out[r], M, Nf, Kf, rs.stream[r]));
+      }, K, 9);
+      const char* ways[] = {"gemm_only", "unfused", "epilogue", "fused"};
+      const double us[] = {g, unf, epi, fus};
+      for (int w = 0; w < 4; ++w) fprintf(csv, "%d,gemm_allreduce,%d,%d,%d,%s,%.3f,%.3f\n", R, M, Nf, Kf, ways[w], us[w], unf / us[w]);
+      printf("%-3d %-14s %6d %6d %6d %10.2f %10.2f %10.2f %10.2f\n", R, "gemm_allreduce", M, Nf, Kf, g, unf, epi, fus);
+      fflush(stdout);
+    }
+    // AllReduce + residual + RMSNorm, hidden 8192.
+    const size_t H = 8192;
+    rcclx_bf16 *res = nullptr, *wt = nullptr;
+    CK(hipMalloc((void**)&res, 1024 * H * 2));
+    CK(hipMalloc((void**)&wt, H * 2));
+    bench_fill_kernel<<<256, 256>>>((uint16_t*)res, 1024 * H, 3);
+    bench_fill_kernel<<<256, 256>>>((uint16_t*)wt, H, 4);
+    for (int r = 0; r < R; ++r)
+      bench_fill_kernel<<<256, 256>>>((uint16_t*)rcclx_comm_input(&rs.comm[r]), 1024 * H, r);
+    CK(hipDeviceSynchronize());
+    std::vector<rcclx_bf16*> res_out(R), o(R), s_all(R);
+    for (int r = 0; r < R; ++r) {
+      CK(hipMalloc((void**)&res_out[r], 1024 * H * 2));
+      CK(hipMalloc((void**)&o[r], 1024 * H * 2));
+      CK(hipMalloc((void**)&s_all[r], 1024 * H * 2));
+    }
+    for (size_t T : {(size_t)1, (size_t)16, (size_t)128, (size_t)1024}) {
+      const double unf = time_graph(rs, [&](int r) {
+        RK(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), s_all[r], T * H, RCCLX_BFLOAT16, RCCLX_SUM,
+                           RCCLX_ALGO_AUTO, rs.stream[r]));
+        rmsnorm_unfused_kernel<<<(unsigned)(T < 1024 ? T : 1024), RMSNORM_THREADS, 0, rs.stream[r]>>>(
+            s_all[r], T, H, res, res_out[r], wt, 1e-6f, o[r], nullptr, nullptr);
+      });
+      const double fus = time_graph(rs, [&](int r) {
+        RK(allreduce_rmsnorm(&rs.comm[r], T, H, res, res_out[r], wt, 1e-6f, o[r], nullptr, nullptr, rs.stream[r]));
+      });
+      fprintf(csv, "%d,allreduce_rmsnorm,%zu,%zu,0,unfused,%.3f,1.000\n", R, T, H, unf);
+      fprintf(csv, "%d,allreduce_rmsnorm,%zu,%zu,0,fused,%.3f,%.3f\n", R, T, H, fus, unf / fus);
+      printf("%-3d %-14s %6zu %6zu %6s %10s %10.2f %10s %10.2f\n", R, "ar_rmsnorm", T, H, "-", "-", unf, "-", fus);
+      fflush(stdout);
+    }
+    for (int r = 0; r < R; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
+    for (int r = 0; r < R; ++r)
+      for (auto p : {X[r], W[r], Y[r], out[r], res_out[r], o[r], s_all[r]}) (void)hipFree(p);
+    (void)hipFree(res);
+    (void)hipFree(wt);
+  }
+  fclose(csv);
+  return 0;
+}

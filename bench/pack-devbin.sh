@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Build every GPU binary with nvcc here (no GPU needed) and pack them into
+# devbin.tgz, which bench/device-run.sh runs on the GPU machine (carried;
+# git-ignored), saving the build's minutes of device time.  The GPU machine
+# falls back to building itself if these do not run there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/cuda/bin
+cmake -S . -B build-cuda -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build-cuda -j"$(nproc)" > build-cuda.log 2>&1 || { grep -E 'error' build-cuda.log | head -30; exit 1; }
+rm -rf devbin && mkdir devbin
+cp build-cuda/tests/gpu/rcclx_gpu_tests build-cuda/tests/gpu/rcclx_ipc_test build-cuda/tests/gpu/librcclx_fp8_capi.so \
+   build-cuda/bench/bench_dda build-cuda/bench/bench_lowp build-cuda/bench/bench_fusion \
+   build-cuda/examples/allreduce_basic build-cuda/examples/gemm_allreduce build-cuda/examples/allreduce_rmsnorm devbin/
+tar -czf devbin.tgz devbin && rm -rf devbin
+ls -la devbin.tgz
