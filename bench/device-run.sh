@@ -46,7 +46,9 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$LOG/gpu.txt" 2>&1
 BIN=""
 if [[ -f devbin.tgz ]]; then
-  tar -xzf devbin.tgz && ./devbin/rcclx_gpu_tests --list-test-names-only > /dev/null 2>&1 && BIN=devbin
+  # (Probe with a real one-second job: Catch2 v2's --list-* exit with the
+  # number of tests listed, which cost the 2026-12-02 run a needless build.)
+  tar -xzf devbin.tgz && ./devbin/allreduce_basic > "$LOG/probe.log" 2>&1 && BIN=devbin
 fi
 if [[ -z $BIN ]]; then
   step build 150 bash -c 'cmake -S . -B build-gpu -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j16' || rc=1

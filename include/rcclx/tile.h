@@ -65,11 +65,14 @@ RCCLX_DEVICE int rcclx_tile_wait(const rcclx_dev_comm& c, int t, uint32_t e) {
   return __syncthreads_or(bad);
 }
 
-/* This rank has finished reading every rank's tile t (epoch e). */
+/* This rank has finished reading every rank's tile t (epoch e).  On
+ * return every thread of the block sees the new epoch (rcclx_tile_begin(c,
+ * t) == e + 1). */
 RCCLX_DEVICE void rcclx_tile_done(const rcclx_dev_comm& c, int t, uint32_t e) {
   __syncthreads(); /* the block's reads of tile t happen before the releases */
   if ((int)threadIdx.x < c.nranks) rcclx_st_release_sys_u32(&c.sigs[threadIdx.x]->tile_done[t][c.rank], e);
   if (threadIdx.x == 0) c.sigs[c.rank]->tile_epoch[t] = e;
+  __syncthreads();
 }
 
 /* Wait until every rank finished reading tile t (epoch >= e); after it, the

@@ -2,6 +2,7 @@
 #include <rcclx/dda/plan.h>
 #include <rcclx/dda/tree.h>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
 TEST_CASE("allreduce argument checks", "[dda_plan]") {
   alignas(16) static char bufs[4][3 * 4096 + 4096];
@@ -53,4 +54,14 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   in.region_bytes = 0; in.max_blocks = RCCLX_MAX_BLOCKS + 1;
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
   CHECK(rcclx_tree_shard_vectors(10, 4) == 3);
+}
+
+TEST_CASE("default flat/tree switch points are the measured ones", "[dda_plan]") {
+  unsetenv("RCCLX_FLAT_MAX_BYTES");
+  CHECK(rcclx_default_flat_max_bytes(2) == (size_t)256 << 20);  // flat won at every size with 2 and 4 ranks
+  CHECK(rcclx_default_flat_max_bytes(4) == (size_t)256 << 20);
+  CHECK(rcclx_default_flat_max_bytes(8) == (size_t)512 << 10);  // tree from 1 MiB with 8
+  setenv("RCCLX_FLAT_MAX_BYTES", "4096", 1);
+  CHECK(rcclx_default_flat_max_bytes(8) == 4096);
+  unsetenv("RCCLX_FLAT_MAX_BYTES");
 }

@@ -32,6 +32,7 @@ T* poisoned(size_t n) {
   T* p = nullptr;
   GPU_REQUIRE(hipMalloc((void**)&p, n * sizeof(T) + 64));
   GPU_REQUIRE(hipMemset(p, 0xFF, n * sizeof(T) + 64));
+  GPU_REQUIRE(hipDeviceSynchronize());  // the rank streams do not wait for the null stream
   return p;
 }
 template <typename T>

@@ -18,10 +18,13 @@ RCCLX_HOST const char* rcclx_algo_name(rcclx_algo a) {
        : a == RCCLX_ALGO_LOWP_FLAT ? "lowp_flat" : a == RCCLX_ALGO_LOWP_TREE ? "lowp_tree" : "?";
 }
 
-/* Default flat/tree switch point for nranks (bytes of one rank's message),
- * from bench/RESULTS.md; RCCLX_FLAT_MAX_BYTES overrides. */
+/* Default flat/tree switch point for nranks (bytes of one rank's message);
+ * RCCLX_FLAT_MAX_BYTES overrides.  From bench/RESULTS.md (2026-12-02, one
+ * H200, virtual ranks, bf16): with 2 and 4 ranks flat was faster at every
+ * size up to 64 MiB; with 8, flat up to 256 KiB and tree from 1 MiB.  Real
+ * links favour tree sooner: re-measure on several GPUs (issue #7). */
 RCCLX_HOST size_t rcclx_default_flat_max_bytes(int nranks) {
-  const size_t d = nranks <= 2 ? ((size_t)1 << 20) : nranks <= 4 ? ((size_t)512 << 10) : ((size_t)256 << 10);
+  const size_t d = nranks <= 4 ? ((size_t)256 << 20) : ((size_t)512 << 10);
   return rcclx_env_size("RCCLX_FLAT_MAX_BYTES", d);
 }
 

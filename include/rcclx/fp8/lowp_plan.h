@@ -155,15 +155,21 @@ RCCLX_HOST int rcclx_env_flag(const char* name, int fallback) {
   return !(s[0] == '0' && s[1] == '\0');
 }
 
-/* Where FP8 starts to pay, from bench/RESULTS.md (virtual ranks on one
- * H200; on real GPUs re-measure, issue #7). */
+/* Smallest message (bytes per rank) the switch sends over FP8.  16 MiB is
+ * where RCCLX engages its own low-precision path.  Measured here
+ * (bench/RESULTS.md, 2026-12-02): on ONE GPU, where no link limits the
+ * bytes, FP8 AllReduce never paid (0.73x-0.96x of bf16 from 256 KiB to
+ * 64 MiB) and ReduceScatter / AllGather / AllToAll were 0.96x-1.13x at
+ * 16 MiB.  Where it pays on real links is issue #7's measurement. */
 RCCLX_HOST size_t rcclx_lowp_default_min_bytes(void) { return (size_t)16 << 20; }
 
 /* Low-precision AllReduce: flat at or below this many bytes per rank, tree
- * above (RCCLX_LOW_PRECISION_FLAT_MAX_BYTES overrides); from
- * bench/RESULTS.md. */
+ * above (RCCLX_LOW_PRECISION_FLAT_MAX_BYTES overrides).  From
+ * bench/RESULTS.md (2026-12-02, one H200, virtual ranks): 2 ranks flat up to
+ * 64 MiB; 4 ranks even at 4 MiB, tree ahead above; 8 ranks flat at 256 KiB,
+ * tree from 1 MiB. */
 RCCLX_HOST size_t rcclx_lowp_default_flat_max_bytes(int nranks) {
-  const size_t d = nranks <= 2 ? ((size_t)64 << 20) : nranks <= 4 ? ((size_t)8 << 20) : ((size_t)2 << 20);
+  const size_t d = nranks <= 2 ? ((size_t)64 << 20) : nranks <= 4 ? ((size_t)4 << 20) : ((size_t)512 << 10);
   return rcclx_env_size("RCCLX_LOW_PRECISION_FLAT_MAX_BYTES", d);
 }
 
