@@ -9,14 +9,8 @@
 __global__ void empty_kernel() {}
 
 int main(int argc, char** argv) {
-  int ndev = 0;
-  if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) {
-    fprintf(stderr, "bench_dda: no GPU found; this benchmark needs one (run bench/device-run.sh on a GPU machine)\n");
-    return 2;
-  }
-  FILE* csv = fopen(argc > 1 ? argv[1] : "bench_dda.csv", "w");
+  FILE* csv = bench_start(argc, argv, "bench_dda", "nranks,dtype,algo,bytes,us,empty_us,copy_us,algbw_GBps,busbw_GBps,frac_copy");
   if (!csv) return 1;
-  fprintf(csv, "nranks,dtype,algo,bytes,us,empty_us,copy_us,algbw_GBps,busbw_GBps,frac_copy\n");
   const size_t max_bytes = (size_t)64 << 20;
   const size_t sizes[] = {1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20, 32 << 20, 64 << 20};
   printf("%-3s %-5s %-5s %10s %10s %8s %8s %9s %7s\n", "N", "dtype", "algo", "bytes", "us", "floor", "copy_us", "busbw", "%copy");

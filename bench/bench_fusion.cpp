@@ -8,14 +8,8 @@
 #include "timing.h"
 
 int main(int argc, char** argv) {
-  int ndev = 0;
-  if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) {
-    fprintf(stderr, "bench_fusion: no GPU found; this benchmark needs one (run bench/device-run.sh on a GPU machine)\n");
-    return 2;
-  }
-  FILE* csv = fopen(argc > 1 ? argv[1] : "bench_fusion.csv", "w");
+  FILE* csv = bench_start(argc, argv, "bench_fusion", "nranks,what,M,N,K,way,us,speedup_vs_unfused");
   if (!csv) return 1;
-  fprintf(csv, "nranks,what,M,N,K,way,us,speedup_vs_unfused\n");
   printf("%-3s %-14s %6s %6s %6s %10s %10s %10s %10s\n", "N", "what", "M", "N", "K", "gemm_only", "unfused", "epilogue",
          "fused");
   const int Nf = 4096, Kf = 2048;  // per-rank K (row-parallel: K split across ranks)

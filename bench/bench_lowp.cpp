@@ -9,14 +9,8 @@
 #include "timing.h"
 
 int main(int argc, char** argv) {
-  int ndev = 0;
-  if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) {
-    fprintf(stderr, "bench_lowp: no GPU found; this benchmark needs one (run bench/device-run.sh on a GPU machine)\n");
-    return 2;
-  }
-  FILE* csv = fopen(argc > 1 ? argv[1] : "bench_lowp.csv", "w");
+  FILE* csv = bench_start(argc, argv, "bench_lowp", "nranks,collective,path,bytes_per_rank,us,wire_bytes_per_elem,speedup_vs_full");
   if (!csv) return 1;
-  fprintf(csv, "nranks,collective,path,bytes_per_rank,us,wire_bytes_per_elem,speedup_vs_full\n");
   const size_t max_bytes = (size_t)64 << 20;
   const size_t sizes[] = {(size_t)256 << 10, (size_t)1 << 20, (size_t)4 << 20, (size_t)16 << 20, (size_t)64 << 20};
   const rcclx_wire fp8 = rcclx_wire_default(), raw = rcclx_wire_raw();

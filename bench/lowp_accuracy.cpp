@@ -73,10 +73,7 @@ int main(int argc, char** argv) {
       const err_stats dc = errors(exact, direct);
       for (int B : {32, 64, 128, 256})
         for (auto k : {RCCLX_SCALE_F32, RCCLX_SCALE_E8M0}) {
-          rcclx_wire w;
-          w.format = f;
-          w.block_size = B;
-          w.scale = k;
+          const rcclx_wire w = rcclx_wire_make(f, B, k);
           err_stats es[2];
           for (int t = 0; t < 2; ++t) {
             auto out = lowp_ref_output(t ? RCCLX_LOWP_ALLREDUCE_TREE : RCCLX_LOWP_ALLREDUCE_FLAT, in, n, w, 0);

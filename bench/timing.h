@@ -44,3 +44,19 @@ static __global__ void bench_fill_kernel(uint16_t* p, size_t n, int r) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
     p[i] = (uint16_t)(0x3c00 + ((i * 31 + r * 7) & 0xff));
 }
+
+// A benchmark's start: exits with 2 and a plain message when no GPU is
+// visible; opens the CSV named by argv[1] (default `name`.csv) and writes
+// its header line.  Returns NULL if the file cannot be opened.
+static inline FILE* bench_start(int argc, char** argv, const char* name, const char* header) {
+  int ndev = 0;
+  if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) {
+    fprintf(stderr, "%s: no GPU found; this benchmark needs one (run bench/device-run.sh on a GPU machine)\n", name);
+    exit(2);
+  }
+  char path[256];
+  snprintf(path, sizeof path, "%s.csv", name);
+  FILE* csv = fopen(argc > 1 ? argv[1] : path, "w");
+  if (csv) fprintf(csv, "%s\n", header);
+  return csv;
+}

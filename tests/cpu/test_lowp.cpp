@@ -11,14 +11,6 @@
 namespace {
 const rcclx_fp8_format kFormats[] = {RCCLX_FP8_E4M3FN, RCCLX_FP8_E4M3FNUZ, RCCLX_FP8_E5M2, RCCLX_FP8_E5M2FNUZ};
 
-rcclx_wire wire(int f, int B, rcclx_scale_kind k) {
-  rcclx_wire w;
-  w.format = f;
-  w.block_size = B;
-  w.scale = k;
-  return w;
-}
-
 enum data_kind { GAUSSIAN, OUTLIERS, ALL_EQUAL, SMALL };
 template <typename T>
 std::vector<std::vector<T>> make_inputs(int R, size_t n, data_kind d, uint32_t seed) {
@@ -64,7 +56,7 @@ TEST_CASE("low-precision argument checks", "[lowp]") {
   v.rank = 1; v.nranks = 4; v.nblocks = 8; v.nthreads = 512; v.region_bytes = 65536;
   for (int r = 0; r < 4; ++r) { v.bufs[r] = bufs[r]; v.sigs[r] = (rcclx_signal*)(bufs[r] + 3 * 65536); }
   alignas(16) static float a[8192], b[8192];
-  const rcclx_wire w = wire(RCCLX_FP8_E4M3FN, 128, RCCLX_SCALE_F32);
+  const rcclx_wire w = rcclx_wire_make(RCCLX_FP8_E4M3FN, 128, RCCLX_SCALE_F32);
   for (int k = 0; k < RCCLX_LOWP_KIND_COUNT; ++k) {
     const rcclx_lowp_kind kind = (rcclx_lowp_kind)k;
     INFO("kind " << k);
@@ -105,7 +97,7 @@ TEST_CASE("low-precision chunking: whole groups, fits, maximal", "[lowp]") {
         for (int B : {32, 64, 128, 256})
           for (auto k : {RCCLX_SCALE_F32, RCCLX_SCALE_E8M0})
             for (size_t es : {(size_t)2, (size_t)4}) {
-              const rcclx_wire w = wire(f, B, k);
+              const rcclx_wire w = rcclx_wire_make(f, B, k);
               const size_t m = rcclx_lowp_chunk_elems(region, S, w, es);
               INFO("region " << region << " S " << S << " f " << f << " B " << B << " k " << k << " es " << es);
               if (m == 0) {  // not one block fits: the launchers reject the call
@@ -117,8 +109,8 @@ TEST_CASE("low-precision chunking: whole groups, fits, maximal", "[lowp]") {
               CHECK(rcclx_lowp_segment_bytes(m + B, w, es) * S > region);
             }
   // Bytes on the wire: e4m3 with fp32 scales per 128 is 1 + 4/128 per element.
-  CHECK(rcclx_lowp_wire_bytes_per_elem(wire(RCCLX_FP8_E4M3FN, 128, RCCLX_SCALE_F32), 2) == Approx(1.03125));
-  CHECK(rcclx_lowp_wire_bytes_per_elem(wire(RCCLX_FP8_E4M3FN, 32, RCCLX_SCALE_E8M0), 2) == Approx(1.03125));
+  CHECK(rcclx_lowp_wire_bytes_per_elem(rcclx_wire_make(RCCLX_FP8_E4M3FN, 128, RCCLX_SCALE_F32), 2) == Approx(1.03125));
+  CHECK(rcclx_lowp_wire_bytes_per_elem(rcclx_wire_make(RCCLX_FP8_E4M3FN, 32, RCCLX_SCALE_E8M0), 2) == Approx(1.03125));
   CHECK(rcclx_lowp_wire_bytes_per_elem(rcclx_wire_raw(), 2) == 2.0);
   CHECK(rcclx_lowp_signature(RCCLX_LOWP_ALLGATHER, 10, RCCLX_BFLOAT16, rcclx_wire_default()) !=
         rcclx_lowp_signature(RCCLX_LOWP_ALLTOALL, 10, RCCLX_BFLOAT16, rcclx_wire_default()));
@@ -163,7 +155,7 @@ TEST_CASE("low-precision AllReduce reference: within the format's bound of float
       for (int B : {32, 64, 128, 256})
         for (auto k : {RCCLX_SCALE_F32, RCCLX_SCALE_E8M0})
           for (auto d : {GAUSSIAN, OUTLIERS, ALL_EQUAL, SMALL}) {
-            const rcclx_wire w = wire(f, B, k);
+            const rcclx_wire w = rcclx_wire_make(f, B, k);
             check_allreduce_bound<rcclx_bf16>(kind, 4, 4099, w, d);
             check_allreduce_bound<rcclx_f16>(kind, 3, 1023, w, d);
             check_allreduce_bound<float>(kind, 8, 777, w, d);

@@ -14,14 +14,6 @@
 
 namespace {
 
-rcclx_wire make_wire(int f, int B, rcclx_scale_kind k) {
-  rcclx_wire w;
-  w.format = f;
-  w.block_size = B;
-  w.scale = k;
-  return w;
-}
-
 size_t in_elems(rcclx_lowp_kind k, int R, size_t count) { return count * (size_t)rcclx_lowp_input_segments(k, R); }
 size_t out_elems(rcclx_lowp_kind k, int R, size_t count) {
   return count * ((k == RCCLX_LOWP_ALLGATHER || k == RCCLX_LOWP_ALLTOALL) ? (size_t)R : 1u);
@@ -119,11 +111,11 @@ const rcclx_lowp_kind kKinds[] = {RCCLX_LOWP_ALLREDUCE_FLAT, RCCLX_LOWP_ALLREDUC
 TEST_CASE("lowp: every collective, dtype and wire == host reference, bitwise; 2/3/4/8 ranks", "[gpu][lowp]") {
   std::mt19937 rng(77);
   const rcclx_wire wires[] = {
-      make_wire(RCCLX_FP8_E4M3FN, 128, RCCLX_SCALE_F32),   // the default: chip converts on sm_89+
-      make_wire(RCCLX_FP8_E5M2, 32, RCCLX_SCALE_E8M0),     // chip converts, power-of-two scales
-      make_wire(RCCLX_FP8_E4M3FNUZ, 256, RCCLX_SCALE_F32), // gfx942's format, software path here
-      make_wire(RCCLX_FP8_E5M2FNUZ, 64, RCCLX_SCALE_E8M0),
-      make_wire(RCCLX_WIRE_RAW, 128, RCCLX_SCALE_F32),     // full precision on the same kernels
+      rcclx_wire_make(RCCLX_FP8_E4M3FN, 128, RCCLX_SCALE_F32),   // the default: chip converts on sm_89+
+      rcclx_wire_make(RCCLX_FP8_E5M2, 32, RCCLX_SCALE_E8M0),     // chip converts, power-of-two scales
+      rcclx_wire_make(RCCLX_FP8_E4M3FNUZ, 256, RCCLX_SCALE_F32), // gfx942's format, software path here
+      rcclx_wire_make(RCCLX_FP8_E5M2FNUZ, 64, RCCLX_SCALE_E8M0),
+      rcclx_wire_make(RCCLX_WIRE_RAW, 128, RCCLX_SCALE_F32),     // full precision on the same kernels
   };
   for (int R : {2, 3, 4, 8}) {
     rank_set rs;
@@ -150,7 +142,7 @@ TEST_CASE("lowp: messages larger than the region run in whole-group chunks", "[g
   REQUIRE(rs.init(4, &cfg) == RCCLX_SUCCESS);
   for (auto kind : kKinds) {
     run_lowp<rcclx_bf16>(rs, kind, 100003, rcclx_wire_default(), false, rng);
-    run_lowp<float>(rs, kind, 70001, make_wire(RCCLX_FP8_E5M2, 64, RCCLX_SCALE_E8M0), false, rng);
+    run_lowp<float>(rs, kind, 70001, rcclx_wire_make(RCCLX_FP8_E5M2, 64, RCCLX_SCALE_E8M0), false, rng);
     run_lowp<rcclx_bf16>(rs, kind, 50001, rcclx_wire_raw(), false, rng);
   }
 }

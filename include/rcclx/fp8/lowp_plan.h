@@ -53,6 +53,13 @@ RCCLX_HOST rcclx_wire rcclx_wire_default(void) {
   w.scale = RCCLX_SCALE_F32;
   return w;
 }
+RCCLX_HOST rcclx_wire rcclx_wire_make(int format, int block_size, rcclx_scale_kind scale) {
+  rcclx_wire w;
+  w.format = format;
+  w.block_size = block_size;
+  w.scale = scale;
+  return w;
+}
 RCCLX_HOST rcclx_wire rcclx_wire_raw(void) {
   rcclx_wire w = rcclx_wire_default();
   w.format = RCCLX_WIRE_RAW;
