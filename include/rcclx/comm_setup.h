@@ -54,7 +54,10 @@ RCCLX_HOST rcclx_status rcclx_comm_alloc_(rcclx_comm* c, const rcclx_config* cfg
     c->alloc = NULL;
     return RCCLX_ERR_OUT_OF_MEMORY;
   }
-  if (hipMemset(c->alloc, 0, bytes) != hipSuccess) return RCCLX_ERR_RUNTIME;
+  /* Zeroed before init returns: the signal area must read zero to the first
+   * collective, and kernels on non-blocking streams do not wait for the
+   * null stream this memset runs on. */
+  if (hipMemset(c->alloc, 0, bytes) != hipSuccess || hipStreamSynchronize(0) != hipSuccess) return RCCLX_ERR_RUNTIME;
   return RCCLX_SUCCESS;
 }
 
