@@ -138,12 +138,8 @@ static inline rcclx_status allreduce_rmsnorm(rcclx_comm* comm, size_t tokens, si
   if ((out_fp8 == nullptr) != (out_scale == nullptr)) return RCCLX_ERR_INVALID_ARGUMENT;
   const rcclx_dev_comm& v = comm->view;
   // The barrier needs every rank's grid co-resident (virtual ranks share a GPU).
-  int occ = 0, sms = 0;
   const void* k = v.nranks <= 4 ? (const void*)allreduce_rmsnorm_kernel<4> : (const void*)allreduce_rmsnorm_kernel<8>;
-  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, RMSNORM_THREADS, 0) != hipSuccess ||
-      hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, comm->device) != hipSuccess)
-    return RCCLX_ERR_RUNTIME;
-  if ((long)occ * sms < (long)v.nblocks * comm->ranks_on_device) return RCCLX_ERR_INVALID_ARGUMENT;
+  RCCLX_TRY(rcclx_comm_check_coresident(comm, k, RMSNORM_THREADS, v.nblocks));
   if (v.nranks <= 4)
     allreduce_rmsnorm_kernel<4><<<v.nblocks, RMSNORM_THREADS, 0, stream>>>(v, tokens, hidden, residual_in, residual_out,
                                                                           weight, eps, out, out_fp8, out_scale);

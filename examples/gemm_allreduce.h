@@ -151,11 +151,7 @@ static inline rcclx_status gemm_allreduce_fused(rcclx_comm* comm, const rcclx_bf
   // other ranks' grids on a shared GPU.
   const int grid = tiles < v.nblocks ? tiles : v.nblocks;
   const void* k = v.nranks <= 4 ? (const void*)gemm_allreduce_fused_kernel<4> : (const void*)gemm_allreduce_fused_kernel<8>;
-  int occ = 0, sms = 0;
-  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, GEMM_THREADS, 0) != hipSuccess ||
-      hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, comm->device) != hipSuccess)
-    return RCCLX_ERR_RUNTIME;
-  if ((long)occ * sms < (long)grid * comm->ranks_on_device) return RCCLX_ERR_INVALID_ARGUMENT;
+  RCCLX_TRY(rcclx_comm_check_coresident(comm, k, GEMM_THREADS, grid));
   if (v.nranks <= 4) gemm_allreduce_fused_kernel<4><<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);
   else gemm_allreduce_fused_kernel<8><<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);
   return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;

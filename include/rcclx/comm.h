@@ -37,8 +37,10 @@
  *     the context to go idle, which a spinning rank never lets happen: a
  *     deadlock.  Set CUDA_MODULE_LOADING=EAGER / HIP_ENABLE_DEFERRED_LOADING=0,
  *     or load every kernel you launch on a rank stream once beforehand
- *     (hipFuncGetAttributes loads it).  rcclx's own kernels are loaded at
- *     communicator creation, by the occupancy queries that size the grid.
+ *     (hipFuncGetAttributes loads it).  rcclx's DDA kernels are loaded at
+ *     communicator creation, by the occupancy queries that size the grid;
+ *     a low-precision kernel by the co-residency query its launcher makes
+ *     before its first launch.
  *   - Each rank's stream needs a hardware queue of its own
  *     (CUDA_DEVICE_MAX_CONNECTIONS >= streams, HIP: GPU_MAX_HW_QUEUES), or
  *     two ranks can share one FIFO and a kernel waiting in it blocks the
@@ -133,6 +135,15 @@ RCCLX_HOST size_t rcclx_env_size(const char* name, size_t fallback) {
   char* end = NULL;
   unsigned long long v = strtoull(s, &end, 10);
   return (end && *end == '\0') ? (size_t)v : fallback;
+}
+
+/* Non-zero 32-bit fingerprint (FNV-1a over 64-bit parts) of a call's
+ * shape; ranks compare fingerprints in-kernel (rcclx/signal.h). */
+RCCLX_HOST uint32_t rcclx_fingerprint(const uint64_t* parts, int n) {
+  uint64_t h = 14695981039346656037ull;
+  for (int i = 0; i < n; ++i) h = (h ^ parts[i]) * 1099511628211ull;
+  const uint32_t s = (uint32_t)(h ^ (h >> 32));
+  return s ? s : 1u;
 }
 
 /* Defaults and environment applied; returns an error for values out of range. */

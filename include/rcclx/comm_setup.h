@@ -34,6 +34,21 @@ RCCLX_HOST rcclx_status rcclx_set_device_(int device, int* previous) {
   return RCCLX_SUCCESS;
 }
 
+/* Whether `grid` blocks of `threads` threads of `kernel` on this rank can be
+ * co-resident with the same grid of every other rank on its GPU, as a
+ * kernel that waits on peers (a barrier, a tile wait) needs.  For kernels
+ * other than the DDA ones the communicator's grid was sized for; a user's
+ * fused kernel calls it before launching.  RCCLX_SUCCESS, or
+ * RCCLX_ERR_INVALID_ARGUMENT when it cannot be (RCCLX_ERR_RUNTIME if the
+ * runtime cannot say). */
+RCCLX_HOST rcclx_status rcclx_comm_check_coresident(const rcclx_comm* comm, const void* kernel, int threads, int grid) {
+  int occ = 0, sms = 0;
+  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, 0) != hipSuccess ||
+      hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, comm->device) != hipSuccess)
+    return RCCLX_ERR_RUNTIME;
+  return (long)occ * sms < (long)grid * comm->ranks_on_device ? RCCLX_ERR_INVALID_ARGUMENT : RCCLX_SUCCESS;
+}
+
 /* Grid of every collective kernel of a rank: co-resident with the grids of
  * the other ranks that share its GPU. */
 RCCLX_HOST rcclx_status rcclx_comm_grid_(const rcclx_config* cfg, int device, int ranks_on_device, int* nblocks) {

@@ -2,13 +2,12 @@
 #include <rcclx/dda/plan.h>
 #include <rcclx/dda/tree.h>
 #include <catch2/catch.hpp>
+#include "fake_view.h"
 #include <cstdlib>
 
 TEST_CASE("allreduce argument checks", "[dda_plan]") {
-  alignas(16) static char bufs[4][3 * 4096 + 4096];
-  rcclx_dev_comm v = {};
-  v.rank = 1; v.nranks = 4; v.nblocks = 8; v.nthreads = 512; v.region_bytes = 4096;
-  for (int r = 0; r < 4; ++r) { v.bufs[r] = bufs[r]; v.sigs[r] = (rcclx_signal*)(bufs[r] + 3 * 4096); }
+  const fake_view fv(4096);
+  const rcclx_dev_comm& v = fv.v;
   alignas(16) static float a[2048], b[2048];
   CHECK(rcclx_allreduce_check(&v, a, b, 256, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_SUCCESS);
   CHECK(rcclx_allreduce_check(&v, a, a, 256, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_TREE) == RCCLX_SUCCESS);
@@ -21,7 +20,7 @@ TEST_CASE("allreduce argument checks", "[dda_plan]") {
   CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_COUNT) == RCCLX_ERR_INVALID_ARGUMENT);
   CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_LOWP_FLAT) == RCCLX_SUCCESS);
   CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_MAX, RCCLX_ALGO_LOWP_TREE) == RCCLX_ERR_UNSUPPORTED_OP);
-  char* input = bufs[1] + 2 * 4096;  // rank 1's registered input region
+  char* input = fv.input(1);  // rank 1's registered input region
   CHECK(rcclx_allreduce_check(&v, input, b, 1024, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_SUCCESS);
   CHECK(rcclx_allreduce_check(&v, input, b, 1025, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_BUFFER_TOO_SMALL);
   rcclx_dev_comm w = v;

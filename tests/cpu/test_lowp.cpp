@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <random>
 #include "../common/lowp_reference.h"
+#include "fake_view.h"
 
 namespace {
 const rcclx_fp8_format kFormats[] = {RCCLX_FP8_E4M3FN, RCCLX_FP8_E4M3FNUZ, RCCLX_FP8_E5M2, RCCLX_FP8_E5M2FNUZ};
@@ -51,10 +52,8 @@ void check_allreduce_bound(rcclx_lowp_kind kind, int R, size_t n, rcclx_wire w, 
 }  // namespace
 
 TEST_CASE("low-precision argument checks", "[lowp]") {
-  alignas(16) static char bufs[4][3 * 65536 + 4096];
-  rcclx_dev_comm v = {};
-  v.rank = 1; v.nranks = 4; v.nblocks = 8; v.nthreads = 512; v.region_bytes = 65536;
-  for (int r = 0; r < 4; ++r) { v.bufs[r] = bufs[r]; v.sigs[r] = (rcclx_signal*)(bufs[r] + 3 * 65536); }
+  const fake_view fv(65536);
+  const rcclx_dev_comm& v = fv.v;
   alignas(16) static float a[8192], b[8192];
   const rcclx_wire w = rcclx_wire_make(RCCLX_FP8_E4M3FN, 128, RCCLX_SCALE_F32);
   for (int k = 0; k < RCCLX_LOWP_KIND_COUNT; ++k) {

@@ -60,12 +60,12 @@ RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void
   if (count == 0) return RCCLX_SUCCESS;
   RCCLX_TRY(rcclx_allreduce_check(&comm->view, send, recv, count, dtype, op, algo));
   const size_t es = rcclx_dtype_size(dtype);
-  rcclx_algo lp = algo;
-  if (algo == RCCLX_ALGO_AUTO && op == RCCLX_SUM && rcclx_lowp_enabled(RCCLX_COLL_ALLREDUCE, count * es))
-    lp = count * es <= rcclx_lowp_default_flat_max_bytes(comm->view.nranks) ? RCCLX_ALGO_LOWP_FLAT : RCCLX_ALGO_LOWP_TREE;
-  if (lp == RCCLX_ALGO_LOWP_FLAT || lp == RCCLX_ALGO_LOWP_TREE)
-    return rcclx_lowp_collective(comm, lp == RCCLX_ALGO_LOWP_FLAT ? RCCLX_LOWP_ALLREDUCE_FLAT : RCCLX_LOWP_ALLREDUCE_TREE,
-                                 send, recv, count, dtype, rcclx_wire_from_env(), stream);
+  if (algo == RCCLX_ALGO_LOWP_FLAT || algo == RCCLX_ALGO_LOWP_TREE ||
+      (algo == RCCLX_ALGO_AUTO && op == RCCLX_SUM && rcclx_lowp_enabled(RCCLX_COLL_ALLREDUCE, count * es)))
+    return rcclx_lowp_allreduce(comm, send, recv, count, dtype,
+                                algo == RCCLX_ALGO_LOWP_FLAT ? RCCLX_ALGO_FLAT
+                                : algo == RCCLX_ALGO_LOWP_TREE ? RCCLX_ALGO_TREE : RCCLX_ALGO_AUTO,
+                                rcclx_wire_from_env(), stream);
   const int zero_copy = send == rcclx_comm_input(comm);
   const rcclx_algo a = rcclx_allreduce_choose(algo, count * es, comm->flat_max_bytes);
   const size_t chunk = zero_copy ? count : rcclx_allreduce_chunk_elems(comm->view.region_bytes, dtype);

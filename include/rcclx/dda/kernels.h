@@ -26,6 +26,23 @@ RCCLX_DEVICE void rcclx_dda_copy_in(const rcclx_dev_comm& c, const T* send, size
     rcclx_st16(mine + v * 16, rcclx_load_vec_clipped(send, v, n));
 }
 
+/* What every DDA kernel starts with: this block slot's call count, the
+ * message's offset in every rank's buffer and its 16-byte vector count;
+ * with copy-in, the message staged into this rank's buffer. */
+typedef struct rcclx_dda_call {
+  uint32_t call;
+  size_t off, nvec;
+} rcclx_dda_call;
+template <typename T>
+RCCLX_DEVICE rcclx_dda_call rcclx_dda_begin_call(const rcclx_dev_comm& c, const T* send, size_t n, int zero_copy) {
+  rcclx_dda_call k;
+  k.call = c.sigs[c.rank]->calls[blockIdx.x];
+  k.off = rcclx_dda_call_offset(c, k.call, zero_copy);
+  k.nvec = (n + RCCLX_PACK_ELEMS(T) - 1) / RCCLX_PACK_ELEMS(T);
+  if (!zero_copy) rcclx_dda_copy_in(c, send, k.off, n, k.nvec);
+  return k;
+}
+
 RCCLX_DEVICE void rcclx_dda_finish_call(const rcclx_dev_comm& c, uint32_t call) {
   /* Every thread read `call` before the barrier this follows. */
   if (threadIdx.x == 0) c.sigs[c.rank]->calls[blockIdx.x] = call + 1u;
@@ -36,10 +53,8 @@ template <typename T, int OP, int NMAX>
 RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
     rcclx_dda_flat_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig, int zero_copy) {
   const int slot = (int)blockIdx.x;
-  const uint32_t call = c.sigs[c.rank]->calls[slot];
-  const size_t off = rcclx_dda_call_offset(c, call, zero_copy);
-  const size_t nvec = (n + RCCLX_PACK_ELEMS(T) - 1) / RCCLX_PACK_ELEMS(T);
-  if (!zero_copy) rcclx_dda_copy_in(c, send, off, n, nvec);
+  const rcclx_dda_call k = rcclx_dda_begin_call(c, send, n, zero_copy);
+  const size_t off = k.off, nvec = k.nvec;
   const int b = rcclx_barrier_block(c, slot, sig);
   if (b == RCCLX_BARRIER_TIMEOUT) return;
   if (b == RCCLX_BARRIER_OK) {
@@ -48,7 +63,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
       rcclx_store_vec_clipped(recv, v, n, rcclx_dda_reduce_vector<T, OP, NMAX>(c, off, v));
   }
   if (zero_copy && rcclx_barrier_block(c, slot, 0) == RCCLX_BARRIER_TIMEOUT) return;
-  rcclx_dda_finish_call(c, call);
+  rcclx_dda_finish_call(c, k.call);
 }
 
 /* Two-shot: [copy-in] barrier reduce-own-shard barrier gather-all
@@ -58,12 +73,10 @@ template <typename T, int OP, int NMAX>
 RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
     rcclx_dda_tree_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig, int zero_copy) {
   const int slot = (int)blockIdx.x;
-  const uint32_t call = c.sigs[c.rank]->calls[slot];
-  const size_t off = rcclx_dda_call_offset(c, call, zero_copy);
-  const size_t nvec = (n + RCCLX_PACK_ELEMS(T) - 1) / RCCLX_PACK_ELEMS(T);
+  const rcclx_dda_call k = rcclx_dda_begin_call(c, send, n, zero_copy);
+  const size_t off = k.off, nvec = k.nvec;
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   const size_t v0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (!zero_copy) rcclx_dda_copy_in(c, send, off, n, nvec);
   int b = rcclx_barrier_block(c, slot, sig);
   if (b == RCCLX_BARRIER_TIMEOUT) return;
   const int ok = b == RCCLX_BARRIER_OK;
@@ -82,7 +95,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
   if (ok)
     for (size_t v = v0; v < nvec; v += stride) rcclx_dda_tree_gather_vector<T>(c, off, v, nvec, n, recv);
   if (zero_copy && rcclx_barrier_block(c, slot, 0) == RCCLX_BARRIER_TIMEOUT) return;
-  rcclx_dda_finish_call(c, call);
+  rcclx_dda_finish_call(c, k.call);
 }
 
 /* Fewest co-resident blocks per multiprocessor over every DDA kernel at

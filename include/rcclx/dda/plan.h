@@ -37,11 +37,8 @@ RCCLX_HOST rcclx_algo rcclx_allreduce_choose(rcclx_algo algo, size_t bytes, size
 
 /* Non-zero fingerprint of a call, compared across ranks in-kernel. */
 RCCLX_HOST uint32_t rcclx_call_signature(size_t count, rcclx_dtype dtype, rcclx_op op, rcclx_algo algo, int zero_copy) {
-  uint64_t h = 1469598103934665603ull;
   const uint64_t parts[5] = {(uint64_t)count, (uint64_t)dtype, (uint64_t)op, (uint64_t)algo, (uint64_t)zero_copy};
-  for (int i = 0; i < 5; ++i) h = (h ^ parts[i]) * 1099511628211ull;
-  const uint32_t s = (uint32_t)(h ^ (h >> 32));
-  return s ? s : 1u;
+  return rcclx_fingerprint(parts, 5);
 }
 
 /* Argument rules of rcclx_allreduce, checked before any launch:

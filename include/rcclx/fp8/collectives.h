@@ -175,7 +175,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * region (< 2^36 bytes, rcclx_config_resolve) of >= 32-element groups. */
   const int slot = (int)blockIdx.x, R = c.nranks, me = c.rank;
   const uint32_t call = c.sigs[me]->calls[slot];
-  const size_t half = (size_t)(call & 1u) * c.region_bytes;
+  const size_t half = rcclx_dda_call_offset(c, call, 0); /* the copy-in half, as DDA */
   const uint32_t B = (uint32_t)w.block_size, lanes = B / 8u;
   const uint32_t gpb = blockDim.x / lanes, lg = threadIdx.x / lanes, nb = gridDim.x;
   const int lane = (int)(threadIdx.x % lanes);
@@ -256,14 +256,10 @@ RCCLX_HOST rcclx_status rcclx_lowp_launch_(const rcclx_comm* comm, const void* s
                                            hipStream_t stream) {
   const rcclx_dev_comm& v = comm->view;
   if (v.nthreads > RCCLX_LOWP_MAX_THREADS) return RCCLX_ERR_INVALID_ARGUMENT;
-  const void* kern = (const void*)rcclx_lowp_kernel<T, KIND, FMT>;
   /* The communicator's grid was sized for co-residency from the DDA
-   * kernels; refuse to launch one that could not be co-resident. */
-  int occ = 0, sms = 0;
-  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, v.nthreads, 0) != hipSuccess ||
-      hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, comm->device) != hipSuccess)
-    return RCCLX_ERR_RUNTIME;
-  if ((long)occ * sms < (long)v.nblocks * comm->ranks_on_device) return RCCLX_ERR_INVALID_ARGUMENT;
+   * kernels; refuse to launch one that could not be co-resident.  (The
+   * query also loads the kernel before its first launch: rcclx/comm.h.) */
+  RCCLX_TRY(rcclx_comm_check_coresident(comm, (const void*)rcclx_lowp_kernel<T, KIND, FMT>, v.nthreads, v.nblocks));
   rcclx_lowp_kernel<T, KIND, FMT><<<v.nblocks, v.nthreads, 0, stream>>>(v, (const T*)send, (T*)recv, m, in_stride,
                                                                           out_stride, w, sig);
   return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;

@@ -96,12 +96,9 @@ RCCLX_HOST size_t rcclx_lowp_chunk_elems(size_t region_bytes, int segments, rccl
 
 /* Non-zero fingerprint of a call, compared across ranks in-kernel. */
 RCCLX_HOST uint32_t rcclx_lowp_signature(rcclx_lowp_kind kind, size_t m, rcclx_dtype dtype, rcclx_wire w) {
-  uint64_t h = 14695981039346656037ull;
   const uint64_t parts[6] = {(uint64_t)kind + 100u, (uint64_t)m, (uint64_t)dtype, (uint64_t)(w.format + 7),
                              (uint64_t)w.block_size, (uint64_t)w.scale};
-  for (int i = 0; i < 6; ++i) h = (h ^ parts[i]) * 1099511628211ull;
-  const uint32_t s = (uint32_t)(h ^ (h >> 32));
-  return s ? s : 1u;
+  return rcclx_fingerprint(parts, 6);
 }
 
 /* Argument rules of every low-precision launcher, checked before a launch:
