@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   FILE* csv = bench_start(argc, argv, "bench_dda", "nranks,dtype,algo,bytes,us,empty_us,copy_us,algbw_GBps,busbw_GBps,frac_copy");
   if (!csv) return 1;
   const size_t max_bytes = (size_t)64 << 20;
-  const size_t sizes[] = {1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20, 32 << 20, 64 << 20};
+  const size_t sizes[] = {1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 32 << 20, 64 << 20};
   printf("%-3s %-5s %-5s %10s %10s %8s %8s %9s %7s\n", "N", "dtype", "algo", "bytes", "us", "floor", "copy_us", "busbw", "%copy");
   for (int N : {2, 4, 8}) {
     rank_set rs;
@@ -37,9 +37,10 @@ int main(int argc, char** argv) {
         if (dt == RCCLX_FLOAT32 && bytes != (16u << 10) && bytes != (32u << 20)) continue;
         // auto_zc: the input already sits in the registered region (what a
         // fused producer does): no copy-in pass.
-        for (int a : {(int)RCCLX_ALGO_FLAT, (int)RCCLX_ALGO_TREE, (int)RCCLX_ALGO_AUTO, -1}) {
+        for (int a : {(int)RCCLX_ALGO_FLAT, (int)RCCLX_ALGO_TREE, (int)RCCLX_ALGO_LAMPORT, (int)RCCLX_ALGO_AUTO, -1}) {
           const size_t count = bytes / rcclx_dtype_size(dt);
           const bool zc = a < 0;
+          if (a == RCCLX_ALGO_LAMPORT && bytes > RCCLX_LAMPORT_MAX_BYTES) continue;
           if (zc && bytes > rs.comm[0].view.region_bytes) continue;
           const rcclx_algo algo = zc ? RCCLX_ALGO_AUTO : (rcclx_algo)a;
           const int K = bytes >= (16u << 20) ? 5 : 20;

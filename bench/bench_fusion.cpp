@@ -1,21 +1,31 @@
 // Fusion examples timed against their unfused sequences, same run, graph
 // replays (median): GEMM + AllReduce three ways at decode shapes (M = 1..64
-// tokens) and one prefill shape; AllReduce + residual + RMSNorm fused vs
+// tokens) and one prefill shape, and the vendor GEMM (cuBLAS) alone and
+// followed by the zero-copy rcclx AllReduce (its output written straight
+// into the registered buffer); AllReduce + residual + RMSNorm fused vs
 // zero-copy AllReduce + RMSNorm kernel.  Speedups are against the unfused
 // sequence.  Output: CSV (argv[1]) and a table on stdout.
 #include "../examples/allreduce_rmsnorm.h"
 #include "../examples/gemm_allreduce.h"
+#include "../examples/gemm_allreduce_fp8.h"
 #include "timing.h"
+#include "vendor_gemm.h"
 
 int main(int argc, char** argv) {
   FILE* csv = bench_start(argc, argv, "bench_fusion", "nranks,what,M,N,K,way,us,speedup_vs_unfused");
   if (!csv) return 1;
-  printf("%-3s %-14s %6s %6s %6s %10s %10s %10s %10s\n", "N", "what", "M", "N", "K", "gemm_only", "unfused", "epilogue",
-         "fused");
+  printf("%-3s %-14s %6s %6s %6s %10s %10s %10s %10s %10s %10s %10s %10s\n", "N", "what", "M", "N", "K", "gemm_only",
+         "unfused", "epilogue", "fused", "fused_fp8", "unf_fp8", "vendor", "vendor+AR");
   const int Nf = 4096, Kf = 2048;  // per-rank K (row-parallel: K split across ranks)
   for (int R : {2, 8}) {
     rank_set rs;
     RK(rs.init(R));
+    std::vector<vendor_gemm_handle> vh(R);
+    const bool vendor = vendor_gemm_available();
+    for (int r = 0; r < R && vendor; ++r) {
+      CK(hipSetDevice(rs.dev[r]));
+      if (vendor_gemm_create(&vh[r])) { fprintf(stderr, "bench_fusion: vendor GEMM handle failed\n"); return 1; }
+    }
     std::vector<rcclx_bf16*> X(R), W(R), Y(R), out(R);
     const size_t maxM = 512;
     for (int r = 0; r < R; ++r) {
@@ -44,10 +54,35 @@ int main(int argc, char** argv) {
       const double fus = time_graph(rs, [&](int r) {
         RK(gemm_allreduce_fused(&rs.comm[r], X[r], W[r], out[r], M, Nf, Kf, rs.stream[r]));
       }, K, 9);
-      const char* ways[] = {"gemm_only", "unfused", "epilogue", "fused"};
-      const double us[] = {g, unf, epi, fus};
-      for (int w = 0; w < 4; ++w) fprintf(csv, "%d,gemm_allreduce,%d,%d,%d,%s,%.3f,%.3f\n", R, M, Nf, Kf, ways[w], us[w], unf / us[w]);
-      printf("%-3d %-14s %6d %6d %6d %10.2f %10.2f %10.2f %10.2f\n", R, "gemm_allreduce", M, Nf, Kf, g, unf, epi, fus);
+      double vg = 0, var = 0;
+      if (vendor) {
+        auto vgemm = [&](int r, rcclx_bf16* y) {
+          if (vendor_gemm_bf16(vh[r], X[r], W[r], y, M, Nf, Kf, rs.stream[r])) { fprintf(stderr, "vendor GEMM failed\n"); exit(1); }
+        };
+        vg = time_graph(rs, [&](int r) { vgemm(r, Y[r]); }, K, 9);
+        var = time_graph(rs, [&](int r) {
+          rcclx_bf16* in = (rcclx_bf16*)rcclx_comm_input(&rs.comm[r]);
+          vgemm(r, in);
+          RK(rcclx_allreduce(&rs.comm[r], in, out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[r]));
+        }, K, 9);
+      }
+      // FP8 on the wire: the fused form and its unfused twin (GEMM, then the
+      // low-precision AllReduce).
+      const rcclx_wire w8 = rcclx_wire_make(RCCLX_FP8_E4M3FN, 64, RCCLX_SCALE_F32);
+      const double f8 = time_graph(rs, [&](int r) {
+        RK(gemm_allreduce_fused_fp8(&rs.comm[r], X[r], W[r], out[r], M, Nf, Kf, w8, rs.stream[r]));
+      }, K, 9);
+      const double u8 = time_graph(rs, [&](int r) {
+        RK(gemm_bf16(X[r], W[r], Y[r], M, Nf, Kf, rs.stream[r]));
+        RK(rcclx_lowp_allreduce(&rs.comm[r], Y[r], out[r], n, RCCLX_BFLOAT16, RCCLX_ALGO_FLAT, w8, rs.stream[r]));
+      }, K, 9);
+      const char* ways[] = {"gemm_only", "unfused", "epilogue", "fused", "fused_fp8", "unfused_fp8",
+                            "vendor_gemm_only", "vendor_gemm_zero_copy_ar"};
+      const double us[] = {g, unf, epi, fus, f8, u8, vg, var};
+      for (int w = 0; w < (vendor ? 8 : 6); ++w)
+        fprintf(csv, "%d,gemm_allreduce,%d,%d,%d,%s,%.3f,%.3f\n", R, M, Nf, Kf, ways[w], us[w], unf / us[w]);
+      printf("%-3d %-14s %6d %6d %6d %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", R, "gemm_allreduce", M, Nf,
+             Kf, g, unf, epi, fus, f8, u8, vg, var);
       fflush(stdout);
     }
     // AllReduce + residual + RMSNorm, hidden 8192.
@@ -82,6 +117,7 @@ int main(int argc, char** argv) {
       fflush(stdout);
     }
     for (int r = 0; r < R; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
+    for (int r = 0; r < R && vendor; ++r) vendor_gemm_destroy(vh[r]);
     for (int r = 0; r < R; ++r)
       for (auto p : {X[r], W[r], Y[r], out[r], res_out[r], o[r], s_all[r]}) (void)hipFree(p);
     (void)hipFree(res);

@@ -9,9 +9,11 @@
 # nvcc (needs Catch2's single header in third_party/catch2: carry it).
 # Every step has a time cap inside an overall deadline (RCCLX_DEADLINE_S,
 # default 230 s), so a hang costs its cap, never the session.
-# Usage: bash bench/device-run.sh [tests|bench|all]
+# Usage: bash bench/device-run.sh [GROUP...], groups: tests sanitize
+# fusion bench_dda bench_lowp bench_fusion fp8_bench torch, or all (default).
 set -uo pipefail
-what=${1:-all}
+what=" ${*:-all} "
+want() { [[ $what == *" all "* || $what == *" $1 "* ]]; }
 OUT=${OUT:-$PWD/out}
 LOG=$OUT/logs
 mkdir -p "$LOG"
@@ -64,15 +66,31 @@ else
   status_lines+=("note  prebuilt binaries ran here")
 fi
 T=./$BIN/rcclx_gpu_tests
+# The vendor GEMM of bench_fusion: cuBLAS from the toolkit or PyTorch's wheel.
+if ldd ./$BIN/bench_fusion 2>/dev/null | grep -q "libcublas.*not found"; then
+  d=$(dirname "$(find /usr/local/cuda*/ /opt/torch /usr/lib -name 'libcublas.so.13*' 2>/dev/null | head -1)")
+  export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
+  status_lines+=("note  cuBLAS from $d")
+fi
 
-if [[ $what == tests || $what == all ]]; then
+if want torch; then
+  # The bridge as users build it (torch.utils.cpp_extension JIT): CPU-bound,
+  # in the background while the GPU tests run.
+  ( timeout 240 python3 tests/torch/jit_check.py /tmp/rcclx_torch_jit > "$LOG/torch_jit.log" 2>&1; echo $? > "$LOG/torch_jit.rc" ) &
+  jit_pid=$!
+fi
+if want fusion || want tests; then
+  # Alone on the GPU (run 2 shared it with the fp8 tests' process), with a
+  # 3 s watchdog: a hang becomes a recorded rank / tile / peer / epoch.
+  step gpu_fusion 60 env RCCLX_WATCHDOG_MS=3000 $T "[fusion]" -d yes || rc=1
+fi
+if want tests; then
   # fp8 tests are host-heavy and need no co-residency: in the background.
   ( timeout 120 $T "[fp8]" -d yes > "$LOG/gpu_fp8.log" 2>&1; echo $? > "$LOG/gpu_fp8.rc" ) &
   fp8_pid=$!
   export RCCLX_WATCHDOG_MS=20000
   step gpu_dda 80 $T "[dda]" -d yes || rc=1
   step gpu_lowp 60 $T "[lowp]" -d yes || rc=1
-  step gpu_fusion 40 $T "[fusion]" -d yes || rc=1
   # Diagnosis of the 2026-12-02 eager deadlock: the same test with CUDA's
   # lazy loading forced back on must trip the watchdog (3 s).
   if step lazy_loading_repro 25 env RCCLX_WATCHDOG_MS=3000 CUDA_MODULE_LOADING=LAZY \
@@ -88,14 +106,22 @@ if [[ $what == tests || $what == all ]]; then
   wait $fp8_pid
   if [[ $(cat "$LOG/gpu_fp8.rc" 2>/dev/null) == 0 ]]; then status_lines+=("ok    (bg) gpu_fp8"); else status_lines+=("FAIL:$(cat "$LOG/gpu_fp8.rc" 2>/dev/null) (bg) gpu_fp8"); rc=1; fi
 fi
-if [[ $what == bench || $what == all ]]; then
-  step bench_lowp 45 ./$BIN/bench_lowp "$OUT/bench_lowp.csv" || rc=1
-  step bench_fusion 40 ./$BIN/bench_fusion "$OUT/bench_fusion.csv" || rc=1
-  step bench_dda 60 ./$BIN/bench_dda "$OUT/bench_dda.csv" || rc=1
-  step fp8_bench 60 python3 bench/fp8_bench.py ./$BIN/librcclx_fp8_capi.so "$OUT/fp8_bench.csv" || rc=1
+if want torch; then
+  export RCCLX_TORCH_LIB=$PWD/$BIN/librcclx_torch_bridge.so GLOO_SOCKET_IFNAME=lo
+  for n in 2 4; do
+    step "torch_bridge_${n}procs" 120 python3 -m torch.distributed.run --standalone --nproc-per-node=$n tests/torch/test_bridge.py || rc=1
+  done
+  step bench_torch 60 python3 bench/bench_torch.py "$OUT/bench_torch.csv" || rc=1
+  unset RCCLX_TORCH_LIB
+  wait $jit_pid
+  if [[ $(cat "$LOG/torch_jit.rc" 2>/dev/null) == 0 ]]; then status_lines+=("ok    (bg) torch_jit (cpp_extension build + AllReduce)"); else status_lines+=("FAIL:$(cat "$LOG/torch_jit.rc" 2>/dev/null) (bg) torch_jit"); rc=1; fi
 fi
-if [[ $what == tests || $what == all ]]; then
-  step fp8_vs_torch 30 python3 tests/gpu/fp8_torch_check.py ./$BIN/librcclx_fp8_capi.so || rc=1
+want bench_fusion && { step bench_fusion 90 ./$BIN/bench_fusion "$OUT/bench_fusion.csv" || rc=1; }
+want fp8_bench && { step fp8_bench 90 python3 bench/fp8_bench.py ./$BIN/librcclx_fp8_capi.so "$OUT/fp8_bench.csv" || rc=1; }
+want bench_lowp && { step bench_lowp 45 ./$BIN/bench_lowp "$OUT/bench_lowp.csv" || rc=1; }
+want bench_dda && { step bench_dda 90 ./$BIN/bench_dda "$OUT/bench_dda.csv" || rc=1; }
+want tests && { step fp8_vs_torch 30 python3 tests/gpu/fp8_torch_check.py ./$BIN/librcclx_fp8_capi.so || rc=1; }
+if want sanitize; then
   # compute-sanitizer: kernels that need no co-residency (the sanitizer
   # serialises launches, so virtual-rank barriers cannot meet under it), and
   # the IPC test (one process per rank, time-sliced).
@@ -103,6 +129,7 @@ if [[ $what == tests || $what == all ]]; then
   step sanitize_memcheck 30 "$CS" --tool memcheck --error-exitcode 9 $T "[sanitize]" || rc=1
   step sanitize_racecheck 30 "$CS" --tool racecheck --error-exitcode 9 $T "[sanitize]" || rc=1
   step sanitize_memcheck_ipc 30 "$CS" --tool memcheck --error-exitcode 9 --target-processes all ./$BIN/rcclx_ipc_test 2 || rc=1
+  step sanitize_racecheck_ipc 30 "$CS" --tool racecheck --error-exitcode 9 --target-processes all ./$BIN/rcclx_ipc_test 2 || rc=1
 fi
 {
   cat "$LOG/gpu.txt"
@@ -110,7 +137,12 @@ fi
   for f in gpu_dda gpu_lowp gpu_fusion gpu_fp8 ipc_2procs ipc_4procs; do
     [[ -f $LOG/$f.log ]] && { echo "--- $f"; grep -E "passed|failed|FAILED|test cases|assertions" "$LOG/$f.log" | tail -4; }
   done
-  for f in sanitize_memcheck sanitize_racecheck sanitize_memcheck_ipc; do
+  for f in torch_bridge_2procs torch_bridge_4procs torch_jit; do
+    [[ -f $LOG/$f.log ]] && { echo "--- $f"; grep -E "PASS|FAIL|Error|error:|build \+ load" "$LOG/$f.log" | tail -6; }
+  done
+  [[ -f $OUT/bench_torch.csv ]] && { echo "--- bench_torch (us per round)"; cat "$OUT/bench_torch.csv"; }
+  [[ -f $LOG/gpu_fusion.log ]] && { echo "--- gpu_fusion progress"; grep -E "^\[fusion\]|waited on" "$LOG/gpu_fusion.log" | tail -3; }
+  for f in sanitize_memcheck sanitize_racecheck sanitize_memcheck_ipc sanitize_racecheck_ipc; do
     [[ -f $LOG/$f.log ]] && { echo "--- $f"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|rror|not supported" "$LOG/$f.log" | tail -3; }
   done
   [[ -f $LOG/lazy_loading_repro.log ]] && { echo "--- lazy_loading_repro"; grep -E "timeout|FAILED|e == 0|test cases" "$LOG/lazy_loading_repro.log" | head -4; }

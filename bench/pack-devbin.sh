@@ -11,6 +11,7 @@ cmake --build build-cuda -j"$(nproc)" > build-cuda.log 2>&1 || { grep -E 'error'
 rm -rf devbin && mkdir devbin
 cp build-cuda/tests/gpu/rcclx_gpu_tests build-cuda/tests/gpu/rcclx_ipc_test build-cuda/tests/gpu/librcclx_fp8_capi.so \
    build-cuda/bench/bench_dda build-cuda/bench/bench_lowp build-cuda/bench/bench_fusion \
-   build-cuda/examples/allreduce_basic build-cuda/examples/gemm_allreduce build-cuda/examples/allreduce_rmsnorm devbin/
+   build-cuda/examples/allreduce_basic build-cuda/examples/gemm_allreduce build-cuda/examples/allreduce_rmsnorm \
+   build-cuda/python/librcclx_torch_bridge.so devbin/
 tar -czf devbin.tgz devbin && rm -rf devbin
 ls -la devbin.tgz

@@ -21,15 +21,16 @@ dda = rows("bench_dda.csv")
 if dda:
     print("DDA bf16 AllReduce, us per call (graph replay median); floor = empty kernel per rank;"
           " %copy = copy of unique bytes / time (auto_zc: input already in the registered buffer)")
-    print("  %-3s %9s %8s %8s %8s %8s %7s %6s %6s" % ("N", "bytes", "flat", "tree", "auto", "auto_zc", "floor", "%copy", "%zc"))
+    print("  %-3s %9s %8s %8s %8s %8s %8s %7s %6s %6s" % ("N", "bytes", "flat", "tree", "lamport", "auto", "auto_zc", "floor",
+                                                       "%copy", "%zc"))
     keys = sorted({(int(r["nranks"]), int(r["bytes"])) for r in dda if r["dtype"] == "bf16"})
     for n, b in keys:
         same = {x["algo"]: x for x in dda if x["dtype"] == "bf16" and int(x["nranks"]) == n and int(x["bytes"]) == b}
         us = lambda a: float(same[a]["us"]) if a in same else float("nan")
         frac = lambda a: 100 * float(same[a]["frac_copy"]) if a in same else float("nan")
-        print("  %-3d %9d %8.2f %8.2f %8.2f %8.2f %7.2f %5.0f%% %5.0f%%" % (
-            n, b, us("flat"), us("tree"), us("auto"), us("auto_zc"), float(same["auto"]["empty_us"]), frac("auto"),
-            frac("auto_zc")))
+        print("  %-3d %9d %8.2f %8.2f %8.2f %8.2f %8.2f %7.2f %5.0f%% %5.0f%%" % (
+            n, b, us("flat"), us("tree"), us("lamport"), us("auto"), us("auto_zc"), float(same["auto"]["empty_us"]),
+            frac("auto"), frac("auto_zc")))
 
 lp = rows("bench_lowp.csv")
 if lp:
@@ -61,13 +62,13 @@ try:
     if dda:
         fig, ax = plt.subplots(figsize=(8, 5))
         for n in ("2", "4", "8"):
-            for algo, style in (("flat", "-"), ("tree", "--"), ("auto_zc", ":")):
+            for algo, style in (("flat", "-"), ("tree", "--"), ("lamport", "-."), ("auto_zc", ":")):
                 pts = [(int(x["bytes"]), float(x["us"])) for x in dda
                        if x["nranks"] == n and x["algo"] == algo and x["dtype"] == "bf16"]
                 if pts:
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=f"{n} ranks {algo}")
         ax.set_xscale("log", base=2); ax.set_yscale("log"); ax.set_xlabel("bytes per rank"); ax.set_ylabel("us per call")
-        ax.set_title("rcclx DDA bf16 AllReduce, virtual ranks on one H200"); ax.legend(fontsize=7); ax.grid(True, alpha=.3)
+        ax.set_title("rcclx DDA bf16 AllReduce, virtual ranks on one GPU"); ax.legend(fontsize=7); ax.grid(True, alpha=.3)
         fig.savefig(os.path.join(out, "dda_latency.png"), dpi=90)
 except Exception as e:  # the plot is a convenience
     print("plot skipped:", e)

@@ -16,6 +16,9 @@
  *                 (a GEMM epilogue) writes its output here and the call reads
  *                 it with no copy; such a call ends with a barrier so no rank
  *                 rewrites the region while a peer still reads it.
+ * then the Lamport area (RCCLX_LAMPORT_BYTES, rcclx/dda/lamport.h): 3
+ * rotating buffers x RCCLX_MAX_RANKS source slots of RCCLX_LAMPORT_SLOT_BYTES,
+ * which peers write into; all 0xFF at creation; then the signal area.
  *
  * ---- Fixed grid --------------------------------------------------------
  * Every collective kernel of a communicator runs exactly `nblocks` blocks of
@@ -60,6 +63,13 @@
 #define RCCLX_MAX_RANKS 8
 #define RCCLX_MAX_BLOCKS 128
 #define RCCLX_MAX_TILES 2048 /* tiles a fused kernel can publish per call */
+/* The Lamport area (flag-in-data one-shot AllReduce, rcclx/dda/lamport.h):
+ * per slot a header of 16 bytes per block, then at most
+ * RCCLX_LAMPORT_MAX_BYTES of one rank's message per launch. */
+#define RCCLX_LAMPORT_SLOT_BYTES ((size_t)128 << 10)
+#define RCCLX_LAMPORT_HEADER_BYTES ((size_t)RCCLX_MAX_BLOCKS * 16)
+#define RCCLX_LAMPORT_MAX_BYTES (RCCLX_LAMPORT_SLOT_BYTES - RCCLX_LAMPORT_HEADER_BYTES)
+#define RCCLX_LAMPORT_BYTES (3 * RCCLX_MAX_RANKS * RCCLX_LAMPORT_SLOT_BYTES)
 
 /* First error a kernel recorded (status 0 = none); read and cleared by
  * rcclx_comm_check. */
@@ -89,6 +99,11 @@ typedef struct rcclx_signal {
   uint32_t tile_ready[RCCLX_MAX_TILES][RCCLX_MAX_RANKS];
   uint32_t tile_done[RCCLX_MAX_TILES][RCCLX_MAX_RANKS];
   uint32_t tile_epoch[RCCLX_MAX_TILES];
+  /* Lamport calls run by this rank's block b, and how many 16-byte vectors
+   * block b's call used in each of the 3 buffers (what it clears two calls
+   * later). */
+  uint32_t lamport_calls[RCCLX_MAX_BLOCKS];
+  uint32_t lamport_nvec[RCCLX_MAX_BLOCKS][3];
 } rcclx_signal;
 
 typedef struct rcclx_dev_comm {
@@ -127,6 +142,7 @@ typedef struct rcclx_comm {
   void* alloc;        /* this rank's buffer + signal allocation */
   void* ipc_mapped[RCCLX_MAX_RANKS]; /* peers' allocations opened by IPC */
   size_t flat_max_bytes;  /* auto: flat at or below this, tree above */
+  size_t lamport_max_bytes; /* auto: Lamport at or below this (0: never) */
 } rcclx_comm;
 
 RCCLX_HOST size_t rcclx_env_size(const char* name, size_t fallback) {
@@ -137,13 +153,14 @@ RCCLX_HOST size_t rcclx_env_size(const char* name, size_t fallback) {
   return (end && *end == '\0') ? (size_t)v : fallback;
 }
 
-/* Non-zero 32-bit fingerprint (FNV-1a over 64-bit parts) of a call's
- * shape; ranks compare fingerprints in-kernel (rcclx/signal.h). */
+/* 32-bit fingerprint (FNV-1a over 64-bit parts) of a call's shape, never 0
+ * (no fingerprint) nor all-ones (the Lamport area's "not arrived"); ranks
+ * compare fingerprints in-kernel (rcclx/signal.h, rcclx/dda/lamport.h). */
 RCCLX_HOST uint32_t rcclx_fingerprint(const uint64_t* parts, int n) {
   uint64_t h = 14695981039346656037ull;
   for (int i = 0; i < n; ++i) h = (h ^ parts[i]) * 1099511628211ull;
   const uint32_t s = (uint32_t)(h ^ (h >> 32));
-  return s ? s : 1u;
+  return s == 0u ? 1u : s == 0xFFFFFFFFu ? 2u : s;
 }
 
 /* Defaults and environment applied; returns an error for values out of range. */
@@ -167,6 +184,15 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
 RCCLX_HOST int rcclx_view_shape_equal(const rcclx_dev_comm* a, const rcclx_dev_comm* b) {
   return a->nranks == b->nranks && a->nblocks == b->nblocks && a->nthreads == b->nthreads &&
          a->region_bytes == b->region_bytes;
+}
+
+/* Whether [p, p + bytes) overlaps this rank's registered buffer (its
+ * copy-in halves, input region and Lamport area), which peers read or write
+ * during a call. */
+RCCLX_HOST_DEVICE int rcclx_overlaps_registered(const rcclx_dev_comm* v, const void* p, size_t bytes) {
+  const char* b = (const char*)v->bufs[v->rank];
+  const char* q = (const char*)p;
+  return q < b + RCCLX_NUM_REGIONS * v->region_bytes + RCCLX_LAMPORT_BYTES && b < q + bytes;
 }
 
 /* The registered input region of this rank: a producer writes a message of

@@ -24,7 +24,7 @@
 typedef int (*rcclx_allgather_fn)(void* ctx, const void* mine, void* all, size_t rank_bytes);
 
 RCCLX_HOST size_t rcclx_comm_alloc_bytes(size_t region_bytes) {
-  return RCCLX_NUM_REGIONS * region_bytes + rcclx_align16(sizeof(rcclx_signal));
+  return RCCLX_NUM_REGIONS * region_bytes + RCCLX_LAMPORT_BYTES + rcclx_align16(sizeof(rcclx_signal));
 }
 
 /* Restores the caller's current device on scope exit (C style: call it). */
@@ -50,13 +50,23 @@ RCCLX_HOST rcclx_status rcclx_comm_check_coresident(const rcclx_comm* comm, cons
 }
 
 /* Grid of every collective kernel of a rank: co-resident with the grids of
- * the other ranks that share its GPU. */
+ * the other ranks that share its GPU.  With several ranks on one GPU the
+ * grids together also leave whole multiprocessors free (at most one block
+ * per multiprocessor, RCCLX_SHARED_GPU_FREE_SMS of them untouched): while
+ * some ranks' collectives spin, a rank that has not reached its collective
+ * yet must still run its producer kernel (a GEMM), and a multiprocessor
+ * that hosts a spinning block may not take a block of a kernel with another
+ * shared-memory configuration until it drains.  Filling every
+ * multiprocessor deadlocked the 8-rank fused-GEMM test (bench/RESULTS.md,
+ * run 3).  One rank per GPU keeps the full occupancy grid. */
+#define RCCLX_SHARED_GPU_FREE_SMS 4
 RCCLX_HOST rcclx_status rcclx_comm_grid_(const rcclx_config* cfg, int device, int ranks_on_device, int* nblocks) {
   int sms = 0;
   if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) return RCCLX_ERR_RUNTIME;
   const int occ = rcclx_dda_min_occupancy(cfg->nthreads);
   if (occ < 1) return RCCLX_ERR_RUNTIME;
-  int b = sms * occ / (ranks_on_device > 0 ? ranks_on_device : 1);
+  int b = sms * occ;
+  if (ranks_on_device > 1) b = (sms > 2 * RCCLX_SHARED_GPU_FREE_SMS ? sms - RCCLX_SHARED_GPU_FREE_SMS : sms / 2) / ranks_on_device;
   if (b > cfg->max_blocks) b = cfg->max_blocks;
   if (b < 1) return RCCLX_ERR_INVALID_NRANKS; /* more ranks than co-resident blocks */
   *nblocks = b;
@@ -72,7 +82,10 @@ RCCLX_HOST rcclx_status rcclx_comm_alloc_(rcclx_comm* c, const rcclx_config* cfg
   /* Zeroed before init returns: the signal area must read zero to the first
    * collective, and kernels on non-blocking streams do not wait for the
    * null stream this memset runs on. */
-  if (hipMemset(c->alloc, 0, bytes) != hipSuccess || hipStreamSynchronize(0) != hipSuccess) return RCCLX_ERR_RUNTIME;
+  char* lamport = (char*)c->alloc + RCCLX_NUM_REGIONS * cfg->region_bytes; /* all-ones: "not arrived" */
+  if (hipMemset(c->alloc, 0, bytes) != hipSuccess || hipMemset(lamport, 0xFF, RCCLX_LAMPORT_BYTES) != hipSuccess ||
+      hipStreamSynchronize(0) != hipSuccess)
+    return RCCLX_ERR_RUNTIME;
   return RCCLX_SUCCESS;
 }
 
@@ -95,10 +108,11 @@ RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const
   c->view.region_bytes = cfg->region_bytes;
   c->view.watchdog_ns = cfg->watchdog_ns;
   c->flat_max_bytes = rcclx_default_flat_max_bytes(nranks);
+  c->lamport_max_bytes = rcclx_default_lamport_max_bytes(nranks);
 }
 RCCLX_HOST void rcclx_comm_set_peer_(rcclx_comm* c, int r, void* alloc, size_t region_bytes) {
   c->view.bufs[r] = alloc;
-  c->view.sigs[r] = (rcclx_signal*)((char*)alloc + RCCLX_NUM_REGIONS * region_bytes);
+  c->view.sigs[r] = (rcclx_signal*)((char*)alloc + RCCLX_NUM_REGIONS * region_bytes + RCCLX_LAMPORT_BYTES);
 }
 
 /* One process, nranks ranks; rank r runs on devices[r].  Fills comms[0..nranks).

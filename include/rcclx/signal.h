@@ -29,6 +29,23 @@ RCCLX_DEVICE void rcclx_record_error(const rcclx_dev_comm& c, rcclx_status s, in
   }
 }
 
+/* The watchdog's part of one spin iteration: with c.watchdog_ns set, reads
+ * the clock every 1024 spins; once the wait passed c.watchdog_ns it records
+ * RCCLX_ERR_PEER_TIMEOUT (slot, peer, epoch) and returns 1 (stop waiting).
+ * *spins and *t0 start at 0 and belong to one wait. */
+RCCLX_DEVICE int rcclx_watchdog_expired(const rcclx_dev_comm& c, uint32_t* spins, uint64_t* t0, int slot, int peer,
+                                        uint32_t epoch) {
+  if (!c.watchdog_ns || (++*spins & 1023u) != 0u) return 0;
+  const uint64_t now = rcclx_wall_ns();
+  if (!*t0) {
+    *t0 = now;
+    return 0;
+  }
+  if (now - *t0 <= c.watchdog_ns) return 0;
+  rcclx_record_error(c, RCCLX_ERR_PEER_TIMEOUT, slot, peer, epoch);
+  return 1;
+}
+
 /* Spin (acquire, system scope) until *flag reaches epoch e (signed
  * difference: wrap-around safe).  With the watchdog on, gives up after
  * c.watchdog_ns, records RCCLX_ERR_PEER_TIMEOUT (slot, peer, e) and returns
@@ -36,17 +53,8 @@ RCCLX_DEVICE void rcclx_record_error(const rcclx_dev_comm& c, rcclx_status s, in
 RCCLX_DEVICE int rcclx_spin_until(const rcclx_dev_comm& c, const uint32_t* flag, uint32_t e, int slot, int peer) {
   uint32_t spins = 0;
   uint64_t t0 = 0;
-  while ((int32_t)(rcclx_ld_acquire_sys_u32(flag) - e) < 0) {
-    if (c.watchdog_ns && (++spins & 1023u) == 0u) {
-      const uint64_t now = rcclx_wall_ns();
-      if (!t0) {
-        t0 = now;
-      } else if (now - t0 > c.watchdog_ns) {
-        rcclx_record_error(c, RCCLX_ERR_PEER_TIMEOUT, slot, peer, e);
-        return 1;
-      }
-    }
-  }
+  while ((int32_t)(rcclx_ld_acquire_sys_u32(flag) - e) < 0)
+    if (rcclx_watchdog_expired(c, &spins, &t0, slot, peer, e)) return 1;
   return 0;
 }
 

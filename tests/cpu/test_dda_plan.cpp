@@ -23,6 +23,19 @@ TEST_CASE("allreduce argument checks", "[dda_plan]") {
   char* input = fv.input(1);  // rank 1's registered input region
   CHECK(rcclx_allreduce_check(&v, input, b, 1024, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_SUCCESS);
   CHECK(rcclx_allreduce_check(&v, input, b, 1025, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_BUFFER_TOO_SMALL);
+  // Output inside this rank's registered buffer, which peers read during the
+  // call: in-place zero-copy, or a copy-in half or the input region as recv.
+  CHECK(rcclx_allreduce_check(&v, input, input, 1024, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_allreduce_check(&v, a, (char*)v.bufs[1] + 4096, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT) ==
+        RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_allreduce_check(&v, a, input + 4096 - 64, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT) ==
+        RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_allreduce_check(&v, a, (char*)v.bufs[1] - 64, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT) ==
+        RCCLX_SUCCESS);  // ends right where the buffer starts
+  char* lamport = (char*)v.bufs[1] + 3 * 4096;  // peers write here
+  CHECK(rcclx_allreduce_check(&v, a, lamport + RCCLX_LAMPORT_BYTES - 16, 4, RCCLX_FLOAT32, RCCLX_SUM,
+                              RCCLX_ALGO_LAMPORT) == RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_MAX, RCCLX_ALGO_LAMPORT) == RCCLX_SUCCESS);
   rcclx_dev_comm w = v;
   w.nranks = 9;
   CHECK(rcclx_allreduce_check(&w, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_INVALID_NRANKS);
@@ -38,6 +51,23 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_allreduce_choose(RCCLX_ALGO_AUTO, 1000, 4096) == RCCLX_ALGO_FLAT);
   CHECK(rcclx_allreduce_choose(RCCLX_ALGO_AUTO, 5000, 4096) == RCCLX_ALGO_TREE);
   CHECK(rcclx_allreduce_choose(RCCLX_ALGO_TREE, 10, 4096) == RCCLX_ALGO_TREE);
+  // AUTO with the Lamport one-shot below its threshold; explicit algos stay.
+  CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 1024, 1024, 4096) == RCCLX_ALGO_LAMPORT);
+  CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 1025, 1024, 4096) == RCCLX_ALGO_FLAT);
+  CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 5000, 1024, 4096) == RCCLX_ALGO_TREE);
+  CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 16, 0, 4096) == RCCLX_ALGO_FLAT);  // threshold 0: off
+  CHECK(rcclx_dda_choose(RCCLX_ALGO_FLAT, 16, 1024, 4096) == RCCLX_ALGO_FLAT);
+  CHECK(rcclx_dda_choose(RCCLX_ALGO_LAMPORT, 1 << 20, 1024, 4096) == RCCLX_ALGO_LAMPORT);
+  setenv("RCCLX_LAMPORT_MAX_BYTES", "1000000000", 1);  // capped at what a slot holds
+  CHECK(rcclx_default_lamport_max_bytes(8) == RCCLX_LAMPORT_MAX_BYTES);
+  setenv("RCCLX_LAMPORT_MAX_BYTES", "0", 1);
+  CHECK(rcclx_default_lamport_max_bytes(8) == 0);
+  unsetenv("RCCLX_LAMPORT_MAX_BYTES");
+  // Fingerprints are never 0 (none) or all-ones (Lamport's "not arrived").
+  for (uint64_t i = 0; i < 100000; ++i) {
+    const uint32_t f = rcclx_call_signature(i, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_LAMPORT, 0);
+    if (f == 0u || f == 0xFFFFFFFFu) FAIL("fingerprint " << f);
+  }
   CHECK(rcclx_allreduce_chunk_elems((size_t)32 << 20, RCCLX_BFLOAT16) == (size_t)16 << 20);
   CHECK(rcclx_call_signature(10, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, 0) !=
         rcclx_call_signature(11, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, 0));

@@ -76,6 +76,9 @@ TEST_CASE("low-precision argument checks", "[lowp]") {
     CHECK(rcclx_lowp_check(&v, kind, a, a, 16, RCCLX_FLOAT32, &w) ==
           (may_alias ? RCCLX_SUCCESS : RCCLX_ERR_INVALID_ARGUMENT));
     CHECK(rcclx_lowp_check(&v, kind, a, a + 4, 16, RCCLX_FLOAT32, &w) == RCCLX_ERR_INVALID_ARGUMENT);
+    // recv inside this rank's registered buffer, which peers read
+    CHECK(rcclx_lowp_check(&v, kind, a, fv.input(1), 16, RCCLX_FLOAT32, &w) == RCCLX_ERR_INVALID_ARGUMENT);
+    CHECK(rcclx_lowp_check(&v, kind, a, fv.input(2), 16, RCCLX_FLOAT32, &w) == RCCLX_SUCCESS);  // a peer's: not ours to guard
     rcclx_dev_comm x = v;
     x.nranks = 9;
     CHECK(rcclx_lowp_check(&x, kind, a, b, 10, RCCLX_FLOAT32, &w) == RCCLX_ERR_INVALID_NRANKS);

@@ -10,9 +10,10 @@
 
 namespace {
 
-// The full-precision algorithms (auto, flat, tree); the low-precision ones
-// are tested in test_lowp.cpp.
-const int kDdaAlgos = RCCLX_ALGO_TREE + 1;
+// The full-precision algorithms (auto, flat, tree, Lamport); the
+// low-precision ones are tested in test_lowp.cpp.
+const rcclx_algo kDdaAlgoList[] = {RCCLX_ALGO_AUTO, RCCLX_ALGO_FLAT, RCCLX_ALGO_TREE, RCCLX_ALGO_LAMPORT};
+const int kDdaAlgos = 4;
 
 template <typename T> double to_d(T x) { return (double)rcclx_to_f32(x); }
 
@@ -63,7 +64,7 @@ void run_case(rank_set& rs, size_t n, rcclx_op op, bool in_place, std::mt19937& 
     }
     for (int r = 0; r < N; ++r) {
       T* dst = in_place ? send[r] : recv[r];
-      REQUIRE(rcclx_allreduce(&rs.comm[r], send[r], dst, n, dt, op, (rcclx_algo)a, rs.stream[r]) == RCCLX_SUCCESS);
+      REQUIRE(rcclx_allreduce(&rs.comm[r], send[r], dst, n, dt, op, kDdaAlgoList[a], rs.stream[r]) == RCCLX_SUCCESS);
     }
     GPU_REQUIRE(rs.sync());
     for (int r = 0; r < N; ++r) REQUIRE(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
@@ -85,7 +86,7 @@ void run_case(rank_set& rs, size_t n, rcclx_op op, bool in_place, std::mt19937& 
   CHECK(bad == 0);
   for (int a = 0; a < kDdaAlgos; ++a)
     for (int r = 0; r < N; ++r) {
-      INFO("algo " << a << " rank " << r);
+      INFO("algo " << rcclx_algo_name(kDdaAlgoList[a]) << " rank " << r);
       CHECK(memcmp(outs[a][r].data(), outs[0][0].data(), n * sizeof(T)) == 0);  // bitwise everywhere
     }
   for (int r = 0; r < N; ++r) {
@@ -164,9 +165,9 @@ TEST_CASE("dda allreduce: zero-copy from the registered input region", "[gpu][dd
       GPU_REQUIRE(hipMalloc((void**)&out[r], n * 2));
       GPU_REQUIRE(hipMemset(out[r], 0xFF, n * 2));
     }
-    for (int r = 0; r < N; ++r)
+    for (int r = 0; r < N; ++r)  // flat, tree, Lamport (which pushes from the region: not zero-copy, chunked)
       REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), out[r], n, RCCLX_BFLOAT16, RCCLX_SUM,
-                              (rcclx_algo)a, rs.stream[r]) == RCCLX_SUCCESS);
+                              kDdaAlgoList[a], rs.stream[r]) == RCCLX_SUCCESS);
     GPU_REQUIRE(rs.sync());
     std::vector<rcclx_bf16> h(n), h0(n);
     size_t bad = 0;
@@ -183,23 +184,40 @@ TEST_CASE("dda allreduce: zero-copy from the registered input region", "[gpu][dd
   }
 }
 
+// Per rank: input and output of n bf16, the data seed (bumped on the device
+// after each call) and the verifier's error count, all zeroed.
+struct verify_bufs {
+  std::vector<rcclx_bf16*> in, out;
+  std::vector<uint32_t*> seed;
+  std::vector<unsigned long long*> err;
+  verify_bufs(rank_set& rs, size_t n) : in(rs.n), out(rs.n), seed(rs.n), err(rs.n) {
+    for (int r = 0; r < rs.n; ++r) {
+      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+      GPU_REQUIRE(hipMalloc((void**)&in[r], n * 2));
+      GPU_REQUIRE(hipMalloc((void**)&out[r], n * 2));
+      GPU_REQUIRE(hipMalloc((void**)&seed[r], 4));
+      GPU_REQUIRE(hipMalloc((void**)&err[r], 8));
+      GPU_REQUIRE(hipMemset(seed[r], 0, 4));
+      GPU_REQUIRE(hipMemset(err[r], 0, 8));
+    }
+    GPU_REQUIRE(hipDeviceSynchronize());  // the rank streams do not wait for these memsets
+  }
+  ~verify_bufs() {
+    for (size_t r = 0; r < in.size(); ++r) {
+      (void)hipFree(in[r]); (void)hipFree(out[r]); (void)hipFree(seed[r]); (void)hipFree(err[r]);
+    }
+  }
+};
+
 // Back-to-back calls with changing data (generated on the device) and no
 // reset, then the same in a captured graph replayed 1000 times.
 static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
   rank_set rs;
   REQUIRE(rs.init(N) == RCCLX_SUCCESS);
-  std::vector<rcclx_bf16*> in(N), out(N);
-  std::vector<uint32_t*> seed(N);
-  std::vector<unsigned long long*> err(N);
-  for (int r = 0; r < N; ++r) {
-    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
-    GPU_REQUIRE(hipMalloc((void**)&in[r], n * 2));
-    GPU_REQUIRE(hipMalloc((void**)&out[r], n * 2));
-    GPU_REQUIRE(hipMalloc((void**)&seed[r], 4));
-    GPU_REQUIRE(hipMalloc((void**)&err[r], 8));
-    GPU_REQUIRE(hipMemset(seed[r], 0, 4));
-    GPU_REQUIRE(hipMemset(err[r], 0, 8));
-  }
+  verify_bufs vb(rs, n);
+  auto &in = vb.in, &out = vb.out;
+  auto &seed = vb.seed;
+  auto &err = vb.err;
   auto step = [&](int r) {
     hipStream_t s = rs.stream[r];
     fill_kernel<<<64, 256, 0, s>>>(in[r], n, seed[r], r);
@@ -236,19 +254,105 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
     CHECK(e == 0);
     CHECK(s == (uint32_t)calls);  // every call ran, with new data each time
     CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
-    (void)hipFree(in[r]); (void)hipFree(out[r]); (void)hipFree(seed[r]); (void)hipFree(err[r]);
   }
 }
 
 TEST_CASE("dda allreduce: 10 000 back-to-back calls / no reset", "[gpu][dda]") {
   repeated(8, 10000, false, RCCLX_ALGO_FLAT, 4099);
+  repeated(8, 10000, false, RCCLX_ALGO_LAMPORT, 4099);
   repeated(4, 2000, false, RCCLX_ALGO_TREE, 70001);
 }
 
 TEST_CASE("dda allreduce: graph capture and 1000 replays with changing data", "[gpu][dda]") {
   repeated(8, 1000, true, RCCLX_ALGO_FLAT, 4099);
+  repeated(8, 1000, true, RCCLX_ALGO_LAMPORT, 4099);
   repeated(8, 1000, true, RCCLX_ALGO_TREE, 70001);
   repeated(3, 1000, true, RCCLX_ALGO_AUTO, 1 << 20);
+}
+
+// Lamport buffers rotate and are cleared by what each block read two calls
+// earlier: calls of changing sizes (and dtypes' vector counts), interleaved
+// with barrier-based calls, must each see only their own data.
+TEST_CASE("dda allreduce: Lamport with changing sizes, interleaved with flat and tree", "[gpu][dda]") {
+  const int N = 4;
+  rank_set rs;
+  REQUIRE(rs.init(N) == RCCLX_SUCCESS);
+  const size_t sizes[] = {4099, 7, 60000, 1, 64512, 300, 33000, 8, 64512, 2};
+  const size_t maxn = 64512;  // 126 KiB of bf16: one Lamport slot
+  verify_bufs vb(rs, maxn);
+  auto &in = vb.in, &out = vb.out;
+  auto &seed = vb.seed;
+  auto &err = vb.err;
+  const int calls = 300;
+  for (int i = 0; i < calls; ++i) {
+    const size_t n = sizes[i % 10];
+    const rcclx_algo a = i % 7 == 3 ? RCCLX_ALGO_FLAT : i % 7 == 5 ? RCCLX_ALGO_TREE : RCCLX_ALGO_LAMPORT;
+    for (int r = 0; r < N; ++r) {
+      hipStream_t s = rs.stream[r];
+      fill_kernel<<<64, 256, 0, s>>>(in[r], n, seed[r], r);
+      REQUIRE(rcclx_allreduce(&rs.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, a, s) == RCCLX_SUCCESS);
+      verify_kernel<<<64, 256, 0, s>>>(out[r], n, seed[r], N, r, err[r]);
+      bump_kernel<<<1, 1, 0, s>>>(seed[r]);
+    }
+  }
+  GPU_REQUIRE(rs.sync());
+  for (int r = 0; r < N; ++r) {
+    unsigned long long e = 1;
+    GPU_REQUIRE(hipMemcpy(&e, err[r], 8, hipMemcpyDeviceToHost));
+    INFO("rank " << r);
+    CHECK(e == 0);
+    CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+  }
+}
+
+// All-ones input bits are Lamport's "not arrived" mark: such a NaN is sent as
+// the canonical NaN (sum stays NaN; max/min ignore it, as flat does), and
+// -0.0 is passed through untouched.
+TEST_CASE("dda allreduce: Lamport on inputs that look like its sentinel", "[gpu][dda]") {
+  const int N = 4;
+  const size_t n = 1000;
+  rank_set rs;
+  REQUIRE(rs.init(N) == RCCLX_SUCCESS);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<std::vector<rcclx_bf16>> h(N, std::vector<rcclx_bf16>(n));
+  for (auto& v : h)
+    for (auto& x : v) x = rcclx_from_f32<rcclx_bf16>(nd(rng));
+  h[1][5].bits = 0xFFFF;
+  h[2][7].bits = 0xFFFF;
+  for (int r = 0; r < N; ++r) h[r][9].bits = 0x8000;  // -0.0 everywhere: the sum is -0.0
+  std::vector<rcclx_bf16*> in(N), out(N);
+  for (int r = 0; r < N; ++r) {
+    GPU_REQUIRE(hipMalloc((void**)&in[r], n * 2));
+    GPU_REQUIRE(hipMalloc((void**)&out[r], n * 2));
+    GPU_REQUIRE(hipMemcpy(in[r], h[r].data(), n * 2, hipMemcpyHostToDevice));
+  }
+  for (rcclx_op op : {RCCLX_SUM, RCCLX_MAX}) {
+    std::vector<rcclx_bf16> res[2];
+    const rcclx_algo algos[2] = {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT};
+    for (int k = 0; k < 2; ++k) {
+      for (int r = 0; r < N; ++r) GPU_REQUIRE(hipMemset(out[r], 0x11, n * 2));
+      for (int r = 0; r < N; ++r)
+        REQUIRE(rcclx_allreduce(&rs.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, op, algos[k], rs.stream[r]) ==
+                RCCLX_SUCCESS);
+      GPU_REQUIRE(rs.sync());
+      for (int r = 0; r < N; ++r) REQUIRE(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+      res[k].resize(n);
+      GPU_REQUIRE(hipMemcpy(res[k].data(), out[N - 1], n * 2, hipMemcpyDeviceToHost));
+    }
+    INFO("op " << rcclx_op_name(op));
+    for (size_t i = 0; i < n; ++i) {
+      const bool nan0 = std::isnan(rcclx_to_f32(res[0][i])), nan1 = std::isnan(rcclx_to_f32(res[1][i]));
+      if (op == RCCLX_SUM && (i == 5 || i == 7)) {
+        CHECK(nan0);
+        CHECK(nan1);
+      } else if (res[0][i].bits != res[1][i].bits || nan0) {
+        FAIL_CHECK("i " << i << " flat " << res[0][i].bits << " lamport " << res[1][i].bits);
+      }
+    }
+    if (op == RCCLX_SUM) CHECK(res[1][9].bits == 0x8000);
+  }
+  for (int r = 0; r < N; ++r) { (void)hipFree(in[r]); (void)hipFree(out[r]); }
 }
 
 TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an error", "[gpu][dda]") {
@@ -263,16 +367,21 @@ TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an erro
     GPU_REQUIRE(hipMalloc((void**)&buf[r], 4096 * 4));
     GPU_REQUIRE(hipMemset(buf[r], 0, 4096 * 4));
   }
-  for (int r = 1; r < N; ++r)  // rank 0 never calls
-    REQUIRE(rcclx_allreduce(&rs.comm[r], buf[r], buf[r], 4096, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT,
-                            rs.stream[r]) == RCCLX_SUCCESS);
-  GPU_REQUIRE(rs.sync());  // returns: no hang
-  for (int r = 1; r < N; ++r) {
-    rcclx_error_record rec;
-    CHECK(rcclx_comm_check(&rs.comm[r], &rec) == RCCLX_ERR_PEER_TIMEOUT);
-    CHECK(rec.rank == r);
-    CHECK(rec.peer == 0);
-    CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);  // cleared
+  for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
+    rank_set rs2;  // a fresh communicator per algorithm: a timeout leaves the old one out of step
+    REQUIRE(rs2.init(N, &cfg) == RCCLX_SUCCESS);
+    for (int r = 1; r < N; ++r)  // rank 0 never calls
+      REQUIRE(rcclx_allreduce(&rs2.comm[r], buf[r], buf[r], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[r]) ==
+              RCCLX_SUCCESS);
+    GPU_REQUIRE(rs2.sync());  // returns: no hang
+    for (int r = 1; r < N; ++r) {
+      rcclx_error_record rec;
+      INFO("algo " << rcclx_algo_name(algo) << " rank " << r);
+      CHECK(rcclx_comm_check(&rs2.comm[r], &rec) == RCCLX_ERR_PEER_TIMEOUT);
+      CHECK(rec.rank == r);
+      CHECK(rec.peer == 0);
+      CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_SUCCESS);  // cleared
+    }
   }
   for (auto p : buf) (void)hipFree(p);
 }
@@ -287,11 +396,16 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     GPU_REQUIRE(hipMalloc((void**)&buf[r], 8192 * 4));
     GPU_REQUIRE(hipMemset(buf[r], 0, 8192 * 4));
   }
-  REQUIRE(rcclx_allreduce(&rs.comm[0], buf[0], buf[0], 4096, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, rs.stream[0]) == RCCLX_SUCCESS);
-  REQUIRE(rcclx_allreduce(&rs.comm[1], buf[1], buf[1], 8192, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, rs.stream[1]) == RCCLX_SUCCESS);
-  GPU_REQUIRE(rs.sync());
-  CHECK(rcclx_comm_check(&rs.comm[0], nullptr) == RCCLX_ERR_RANK_MISMATCH);
-  CHECK(rcclx_comm_check(&rs.comm[1], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+  for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
+    rank_set rs2;  // fresh: a mismatch leaves a communicator out of step
+    REQUIRE(rs2.init(N) == RCCLX_SUCCESS);
+    REQUIRE(rcclx_allreduce(&rs2.comm[0], buf[0], buf[0], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[0]) == RCCLX_SUCCESS);
+    REQUIRE(rcclx_allreduce(&rs2.comm[1], buf[1], buf[1], 8192, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[1]) == RCCLX_SUCCESS);
+    GPU_REQUIRE(rs2.sync());
+    INFO("algo " << rcclx_algo_name(algo));
+    CHECK(rcclx_comm_check(&rs2.comm[0], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+    CHECK(rcclx_comm_check(&rs2.comm[1], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+  }
   for (auto p : buf) (void)hipFree(p);
 }
 

@@ -10,6 +10,7 @@
 #include <random>
 #include "../../examples/allreduce_rmsnorm.h"
 #include "../../examples/gemm_allreduce.h"
+#include "../../examples/gemm_allreduce_fp8.h"
 #include "gpu_check.h"
 #include "ranks.h"
 
@@ -44,12 +45,35 @@ std::vector<T> to_host(const T* p, size_t n) {
 bool same_bits(const std::vector<rcclx_bf16>& a, const std::vector<rcclx_bf16>& b) {
   return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * 2) == 0;
 }
+// Every rank's kernels finished (checked) and recorded no error; a watchdog
+// record (RCCLX_WATCHDOG_MS) is printed: which rank's slot / tile waited on
+// which peer at which epoch.
+void require_clean(rank_set& rs) {
+  GPU_REQUIRE(rs.sync());
+  int bad = 0;
+  for (int r = 0; r < rs.n; ++r) {
+    rcclx_error_record e{};
+    const rcclx_status st = rcclx_comm_check(&rs.comm[r], &e);
+    INFO("rank " << r << ": " << rcclx_status_string(st) << " (rank " << e.rank << ", slot/tile " << e.block << ", waited on "
+                 << e.peer << ", epoch " << e.epoch << ")");
+    CHECK(st == RCCLX_SUCCESS);
+    bad += st != RCCLX_SUCCESS;
+  }
+  REQUIRE(bad == 0);
+}
+// Where a hang or a watchdog stop happened, in the log as it happens.
+void progress(const char* what, int R, long a, long b, long c) {
+  fprintf(stderr, "[fusion] %s R=%d %ld %ld %ld\n", what, R, a, b, c);
+  fflush(stderr);
+}
 
-void gemm_case(rank_set& rs, int M, int N, int K, int repeat, std::mt19937& rng) {
+void gemm_case(rank_set& rs, int M, int N, int K, int repeat, std::mt19937& rng,
+               rcclx_wire w = rcclx_wire_make(RCCLX_FP8_E4M3FN, 64, RCCLX_SCALE_F32)) {
   const int R = rs.n;
   std::vector<std::vector<rcclx_bf16>> X(R), W(R);
-  std::vector<rcclx_bf16*> dX(R), dW(R), y(R), o_fused(R), o_epi(R), o_unf(R);
+  std::vector<rcclx_bf16*> dX(R), dW(R), y(R), o_fused(R), o_epi(R), o_unf(R), o_f8(R), o_lp(R);
   for (int it = 0; it < repeat; ++it) {
+    progress("gemm M N K", R, M, N, K);
     for (int r = 0; r < R; ++r) {
       X[r] = random_bf16((size_t)M * K, rng, 1.0f);
       W[r] = random_bf16((size_t)K * N, rng, 0.05f);
@@ -60,6 +84,8 @@ void gemm_case(rank_set& rs, int M, int N, int K, int repeat, std::mt19937& rng)
       o_fused[r] = poisoned<rcclx_bf16>((size_t)M * N);
       o_epi[r] = poisoned<rcclx_bf16>((size_t)M * N);
       o_unf[r] = poisoned<rcclx_bf16>((size_t)M * N);
+      o_f8[r] = poisoned<rcclx_bf16>((size_t)M * N);
+      o_lp[r] = poisoned<rcclx_bf16>((size_t)M * N);
     }
     const size_t n = (size_t)M * N;
     for (int r = 0; r < R; ++r)  // fused
@@ -75,8 +101,14 @@ void gemm_case(rank_set& rs, int M, int N, int K, int repeat, std::mt19937& rng)
       REQUIRE(rcclx_allreduce(&rs.comm[r], y[r], o_unf[r], n, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[r]) ==
               RCCLX_SUCCESS);
     }
-    GPU_REQUIRE(rs.sync());
-    for (int r = 0; r < R; ++r) REQUIRE(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+    for (int r = 0; r < R; ++r)  // FP8 fused: the epilogue quantizes its tile into the registered buffer
+      REQUIRE(gemm_allreduce_fused_fp8(&rs.comm[r], dX[r], dW[r], o_f8[r], M, N, K, w, rs.stream[r]) == RCCLX_SUCCESS);
+    for (int r = 0; r < R; ++r) {  // its unfused twin: the same GEMM, then the low-precision AllReduce
+      REQUIRE(gemm_bf16(dX[r], dW[r], y[r], M, N, K, rs.stream[r]) == RCCLX_SUCCESS);
+      REQUIRE(rcclx_lowp_allreduce(&rs.comm[r], y[r], o_lp[r], n, RCCLX_BFLOAT16, RCCLX_ALGO_FLAT, w, rs.stream[r]) ==
+              RCCLX_SUCCESS);
+    }
+    require_clean(rs);
     // float64 reference; bound: Y_r rounded once to bf16 (2^-8 |Y_r|) after
     // K fp32 FMAs (K 2^-24 sum|x w|), fp32 sum of R terms, one final rounding.
     const std::vector<rcclx_bf16> ref0 = to_host(o_unf[0], n);
@@ -102,11 +134,45 @@ void gemm_case(rank_set& rs, int M, int N, int K, int repeat, std::mt19937& rng)
     }
     INFO("R " << R << " M " << M << " N " << N << " K " << K << " iteration " << it);
     CHECK(bad == 0);
+    // FP8: bitwise the unfused low-precision result on every rank, and within
+    // the quantization bound: each rank's group loses at most 2^-4 of its
+    // absmax (e4m3; 2^-3 covers e5m2's 2^-3 too with the bf16 roundings),
+    // plus the final rounding.
+    const std::vector<rcclx_bf16> lp0 = to_host(o_lp[0], n);
+    size_t bad8 = 0;
+    const int B = w.block_size;
+    const double q = w.format == RCCLX_FP8_E5M2 || w.format == RCCLX_FP8_E5M2FNUZ ? std::ldexp(1.0, -2) : std::ldexp(1.0, -3);
+    for (size_t g0 = 0; g0 < n && bad8 < 5; g0 += B) {
+      std::vector<double> exact(B, 0.0);
+      double amax_sum = 0;
+      for (int r = 0; r < R; ++r) {
+        double amax = 0;
+        for (int i = 0; i < B; ++i) {
+          const size_t row = (g0 + i) / N, col = (g0 + i) % N;
+          double yr = 0;
+          for (int k = 0; k < K; ++k)
+            yr += (double)rcclx_to_f32(X[r][row * K + k]) * rcclx_to_f32(W[r][(size_t)k * N + col]);
+          exact[i] += yr;
+          amax = std::max(amax, std::fabs(yr));
+        }
+        amax_sum += amax;
+      }
+      for (int i = 0; i < B; ++i) {
+        const double lim = q * amax_sum * 1.01 + std::ldexp(1.0, -7) * std::fabs(exact[i]) + 1e-30;
+        if (!(std::fabs(rcclx_to_f32(lp0[g0 + i]) - exact[i]) <= lim)) {
+          WARN("fp8 M " << M << " i " << g0 + i << " got " << rcclx_to_f32(lp0[g0 + i]) << " want " << exact[i]);
+          ++bad8;
+        }
+      }
+    }
+    CHECK(bad8 == 0);
     for (int r = 0; r < R; ++r) {
       CHECK(same_bits(to_host(o_unf[r], n), ref0));
       CHECK(same_bits(to_host(o_epi[r], n), ref0));
       CHECK(same_bits(to_host(o_fused[r], n), ref0));
-      for (auto p : {dX[r], dW[r], y[r], o_fused[r], o_epi[r], o_unf[r]}) (void)hipFree(p);
+      CHECK(same_bits(to_host(o_lp[r], n), lp0));
+      CHECK(same_bits(to_host(o_f8[r], n), lp0));
+      for (auto p : {dX[r], dW[r], y[r], o_fused[r], o_epi[r], o_unf[r], o_f8[r], o_lp[r]}) (void)hipFree(p);
     }
   }
 }
@@ -162,6 +228,7 @@ void rmsnorm_case(rank_set& rs, size_t T, size_t H, bool fp8, std::mt19937& rng)
   std::vector<std::vector<rcclx_bf16>> x(R);
   const auto res = random_bf16(T * H, rng, 1.0f), w = random_bf16(H, rng, 1.0f);
   const size_t n = T * H;
+  progress("rmsnorm T H fp8", R, (long)T, (long)H, fp8);
   std::vector<rcclx_bf16*> d_res(R), d_w(R), res_f(R), out_f(R), res_u(R), out_u(R), s_all(R);
   std::vector<uint8_t*> q_f(R), q_u(R);
   std::vector<float*> sc_f(R), sc_u(R);
@@ -186,8 +253,7 @@ void rmsnorm_case(rank_set& rs, size_t T, size_t H, bool fp8, std::mt19937& rng)
         s_all[r], T, H, d_res[r], res_u[r], d_w[r], eps, out_u[r], q_u[r], sc_u[r]);
     GPU_REQUIRE(hipGetLastError());
   }
-  GPU_REQUIRE(rs.sync());
-  for (int r = 0; r < R; ++r) REQUIRE(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+  require_clean(rs);
   const rms_ref ref = rmsnorm_reference(x, res, w, T, H, eps);
   INFO("R " << R << " tokens " << T << " hidden " << H << " fp8 " << fp8);
   const auto out0 = to_host(out_f[0], n);
@@ -232,9 +298,9 @@ TEST_CASE("fusion: GEMM + AllReduce, fused == epilogue+zero-copy == unfused, vs 
     rank_set rs;
     REQUIRE(rs.init(R) == RCCLX_SUCCESS);
     gemm_case(rs, 1, 128, 64, 1, rng);
-    gemm_case(rs, 5, 320, 96, 1, rng);
+    gemm_case(rs, 5, 320, 96, 1, rng, rcclx_wire_make(RCCLX_FP8_E5M2, 32, RCCLX_SCALE_E8M0));
     gemm_case(rs, 64, 256, 64, 1, rng);
-    gemm_case(rs, 100, 192, 32, 1, rng);  // two row tiles, partial
+    gemm_case(rs, 100, 192, 32, 1, rng, rcclx_wire_make(RCCLX_FP8_E4M3FN, 32, RCCLX_SCALE_F32));  // two row tiles, partial
     gemm_case(rs, 7, 4096, 64, 10, rng);  // 64 tiles per call, 10 calls: tile epochs advance
   }
 }
@@ -256,6 +322,7 @@ TEST_CASE("fusion: fused GEMM + AllReduce under graph capture, 20 replays", "[gp
   }, &ge));
   size_t bad = 0;
   for (int it = 0; it < 20; ++it) {
+    progress("graph replay", 4, it, 0, 0);
     for (int r = 0; r < 4; ++r) {
       auto hx = random_bf16((size_t)M * K, rng, 1.0f), hw = random_bf16((size_t)K * N, rng, 0.1f);
       GPU_REQUIRE(hipMemcpy(dX[r], hx.data(), hx.size() * 2, hipMemcpyHostToDevice));
@@ -268,13 +335,12 @@ TEST_CASE("fusion: fused GEMM + AllReduce under graph capture, 20 replays", "[gp
       REQUIRE(rcclx_allreduce(&rs.comm[r], y[r], ref[r], (size_t)M * N, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_FLAT,
                               rs.stream[r]) == RCCLX_SUCCESS);
     }
-    GPU_REQUIRE(rs.sync());
+    require_clean(rs);
     const auto want = to_host(ref[0], (size_t)M * N);
     for (int r = 0; r < 4; ++r) bad += !same_bits(to_host(out[r], (size_t)M * N), want);
   }
   GPU_REQUIRE(hipGraphExecDestroy(ge));
   CHECK(bad == 0);
-  for (int r = 0; r < 4; ++r) CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
   for (int r = 0; r < 4; ++r)
     for (auto p : {dX[r], dW[r], out[r], y[r], ref[r]}) (void)hipFree(p);
 }

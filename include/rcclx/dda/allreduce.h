@@ -11,8 +11,11 @@
  *     region (the path a fused GEMM epilogue uses); any other send is copied
  *     in by the kernel itself, in chunks of the region size for any count.
  *   - count == 0 returns RCCLX_SUCCESS and launches nothing.
- *   - algo AUTO picks flat up to comm->flat_max_bytes, tree above; flat and
- *     tree results are bitwise identical, so the choice never changes numbers.
+ *   - algo AUTO picks Lamport (rcclx/dda/lamport.h) up to
+ *     comm->lamport_max_bytes, flat up to comm->flat_max_bytes, tree above;
+ *     their results are bitwise identical, so the choice never changes
+ *     numbers.  An explicit LAMPORT runs larger messages in chunks of
+ *     RCCLX_LAMPORT_MAX_BYTES.
  *   - Low precision (FP8 on the wire, rcclx/fp8/collectives.h): algo
  *     LOWP_FLAT / LOWP_TREE, or AUTO with RCCL_LOW_PRECISION_ENABLE=1 (see
  *     rcclx/fp8/lowp_plan.h for the switches, threshold and wire) and op
@@ -32,7 +35,9 @@
 template <typename T, int OP, int NMAX>
 RCCLX_HOST void rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, const void* send, void* recv, size_t n,
                                   uint32_t sig, int zero_copy, hipStream_t s) {
-  if (algo == RCCLX_ALGO_FLAT)
+  if (algo == RCCLX_ALGO_LAMPORT)
+    rcclx_dda_lamport_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig);
+  else if (algo == RCCLX_ALGO_FLAT)
     rcclx_dda_flat_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig, zero_copy);
   else
     rcclx_dda_tree_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig, zero_copy);
@@ -66,9 +71,11 @@ RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void
                                 algo == RCCLX_ALGO_LOWP_FLAT ? RCCLX_ALGO_FLAT
                                 : algo == RCCLX_ALGO_LOWP_TREE ? RCCLX_ALGO_TREE : RCCLX_ALGO_AUTO,
                                 rcclx_wire_from_env(), stream);
-  const int zero_copy = send == rcclx_comm_input(comm);
-  const rcclx_algo a = rcclx_allreduce_choose(algo, count * es, comm->flat_max_bytes);
-  const size_t chunk = zero_copy ? count : rcclx_allreduce_chunk_elems(comm->view.region_bytes, dtype);
+  const rcclx_algo a = rcclx_dda_choose(algo, count * es, comm->lamport_max_bytes, comm->flat_max_bytes);
+  /* Lamport pushes from wherever the input is: never "zero-copy". */
+  const int zero_copy = a != RCCLX_ALGO_LAMPORT && send == rcclx_comm_input(comm);
+  const size_t chunk = a == RCCLX_ALGO_LAMPORT ? RCCLX_LAMPORT_MAX_BYTES / es
+                       : zero_copy ? count : rcclx_allreduce_chunk_elems(comm->view.region_bytes, dtype);
   int prev = 0;
   RCCLX_TRY(rcclx_set_device_(comm->device, &prev));
   rcclx_status st = RCCLX_SUCCESS;

@@ -10,6 +10,10 @@
 
 #if defined(RCCLX_GPU_LANG)
 
+/* Largest block of the DDA kernels (flat, tree, Lamport): their launch
+ * bounds, so every one fits the co-residency register budget. */
+#define RCCLX_DDA_MAX_THREADS 1024
+
 /* Vector v (elements v*V .. v*V+V-1, V = 16/sizeof(T)) of a user array of n
  * elements; lanes past n read as 0 and are never written. p 16-byte aligned. */
 template <typename T>

@@ -11,8 +11,6 @@
 
 #if defined(RCCLX_GPU_LANG)
 
-#define RCCLX_DDA_MAX_THREADS 1024
-
 /* Byte offset of this call's message in every rank's buffer. */
 RCCLX_DEVICE size_t rcclx_dda_call_offset(const rcclx_dev_comm& c, uint32_t call, int zero_copy) {
   return (zero_copy ? (size_t)RCCLX_REGION_INPUT : (size_t)(call & 1u)) * c.region_bytes;
@@ -98,17 +96,26 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
   rcclx_dda_finish_call(c, k.call);
 }
 
+#endif /* RCCLX_GPU_LANG */
+
+#include <rcclx/dda/lamport.h>
+
+#if defined(RCCLX_GPU_LANG)
+
 /* Fewest co-resident blocks per multiprocessor over every DDA kernel at
  * `threads` threads: what the fixed grid must respect (0 on error). */
 template <typename T, int OP, int NMAX>
 RCCLX_HOST int rcclx_dda_occupancy_one_(int threads) {
-  int a = 0, b = 0;
+  int a = 0, b = 0, l = 0;
   if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&a, (const void*)rcclx_dda_flat_kernel<T, OP, NMAX>, threads, 0) !=
           hipSuccess ||
       hipOccupancyMaxActiveBlocksPerMultiprocessor(&b, (const void*)rcclx_dda_tree_kernel<T, OP, NMAX>, threads, 0) !=
+          hipSuccess ||
+      hipOccupancyMaxActiveBlocksPerMultiprocessor(&l, (const void*)rcclx_dda_lamport_kernel<T, OP, NMAX>, threads, 0) !=
           hipSuccess)
     return 0;
-  return a < b ? a : b;
+  a = a < b ? a : b;
+  return a < l ? a : l;
 }
 template <typename T, int NMAX>
 RCCLX_HOST int rcclx_dda_occupancy_ops_(int threads) {

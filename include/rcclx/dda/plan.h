@@ -10,12 +10,14 @@ typedef enum {
   RCCLX_ALGO_TREE = 2, /* two-shot: reduce-scatter + all-gather; two barriers */
   RCCLX_ALGO_LOWP_FLAT = 3, /* FP8 on the wire, one-shot (rcclx/fp8/collectives.h); sum only */
   RCCLX_ALGO_LOWP_TREE = 4, /* FP8 on the wire, two-shot; sum only */
+  RCCLX_ALGO_LAMPORT = 5,   /* one-shot with the flag in the data (rcclx/dda/lamport.h): no barrier */
   RCCLX_ALGO_COUNT
 } rcclx_algo;
 
 RCCLX_HOST const char* rcclx_algo_name(rcclx_algo a) {
   return a == RCCLX_ALGO_AUTO ? "auto" : a == RCCLX_ALGO_FLAT ? "flat" : a == RCCLX_ALGO_TREE ? "tree"
-       : a == RCCLX_ALGO_LOWP_FLAT ? "lowp_flat" : a == RCCLX_ALGO_LOWP_TREE ? "lowp_tree" : "?";
+       : a == RCCLX_ALGO_LOWP_FLAT ? "lowp_flat" : a == RCCLX_ALGO_LOWP_TREE ? "lowp_tree"
+       : a == RCCLX_ALGO_LAMPORT ? "lamport" : "?";
 }
 
 /* Default flat/tree switch point for nranks (bytes of one rank's message);
@@ -28,11 +30,28 @@ RCCLX_HOST size_t rcclx_default_flat_max_bytes(int nranks) {
   return rcclx_env_size("RCCLX_FLAT_MAX_BYTES", d);
 }
 
-/* AUTO resolved; flat and tree give bitwise-identical results, so this
- * choice never changes a model's numbers. */
+/* Default Lamport switch point for AUTO (bytes of one rank's message, at
+ * most RCCLX_LAMPORT_MAX_BYTES); RCCLX_LAMPORT_MAX_BYTES overrides.  Off by
+ * default: on one H200 with virtual ranks (bench/RESULTS.md, run 4) it was
+ * 1.1x-1.5x slower than flat from 1 KiB to 64 KiB, where a barrier costs
+ * little; whether it wins over real links is issue #7's measurement. */
+RCCLX_HOST size_t rcclx_default_lamport_max_bytes(int nranks) {
+  (void)nranks;
+  const size_t v = rcclx_env_size("RCCLX_LAMPORT_MAX_BYTES", 0);
+  return v < RCCLX_LAMPORT_MAX_BYTES ? v : RCCLX_LAMPORT_MAX_BYTES;
+}
+
+/* AUTO resolved by size: flat and tree give bitwise-identical results, so
+ * this choice never changes a model's numbers. */
 RCCLX_HOST rcclx_algo rcclx_allreduce_choose(rcclx_algo algo, size_t bytes, size_t flat_max_bytes) {
   if (algo != RCCLX_ALGO_AUTO) return algo;
   return bytes <= flat_max_bytes ? RCCLX_ALGO_FLAT : RCCLX_ALGO_TREE;
+}
+/* The same with the Lamport one-shot for the smallest messages (its results
+ * are the flat kernel's bits too; see rcclx/dda/lamport.h for NaN payloads). */
+RCCLX_HOST rcclx_algo rcclx_dda_choose(rcclx_algo algo, size_t bytes, size_t lamport_max_bytes, size_t flat_max_bytes) {
+  if (algo == RCCLX_ALGO_AUTO && bytes <= lamport_max_bytes) return RCCLX_ALGO_LAMPORT;
+  return rcclx_allreduce_choose(algo, bytes, flat_max_bytes);
 }
 
 /* Non-zero fingerprint of a call, compared across ranks in-kernel. */
@@ -49,7 +68,10 @@ RCCLX_HOST uint32_t rcclx_call_signature(size_t count, rcclx_dtype dtype, rcclx_
  *  - dtype fp32/fp16/bf16, op sum/max/min, algo auto/flat/tree, or
  *    lowp_flat/lowp_tree with op sum;
  *  - zero-copy (send == the registered input region): the message must fit
- *    in the region; copy-in messages of any size are processed in chunks. */
+ *    in the region; copy-in messages of any size are processed in chunks;
+ *  - recv outside this rank's registered buffer (all regions): peers read
+ *    that memory during the call, so an in-place zero-copy call, or any
+ *    output written there, would race with them. */
 RCCLX_HOST rcclx_status rcclx_allreduce_check(const rcclx_dev_comm* v, const void* send, const void* recv, size_t count,
                                               rcclx_dtype dtype, rcclx_op op, rcclx_algo algo) {
   if (!v) return RCCLX_ERR_NULL_POINTER;
@@ -71,6 +93,7 @@ RCCLX_HOST rcclx_status rcclx_allreduce_check(const rcclx_dev_comm* v, const voi
   if (s != r && s < r + bytes && r < s + bytes) return RCCLX_ERR_INVALID_ARGUMENT; /* partial overlap */
   const char* input = (const char*)v->bufs[v->rank] + RCCLX_REGION_INPUT * v->region_bytes;
   if (s == input && bytes > v->region_bytes) return RCCLX_ERR_BUFFER_TOO_SMALL;
+  if (rcclx_overlaps_registered(v, recv, bytes)) return RCCLX_ERR_INVALID_ARGUMENT;
   return RCCLX_SUCCESS;
 }
 

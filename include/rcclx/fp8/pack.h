@@ -183,8 +183,12 @@ RCCLX_DEVICE rcclx_fp8_scale rcclx_fp8_quantize_group8(const float (&x)[8], rccl
                                                        rcclx_scale_kind k, uint32_t (&q8)[2]) {
   return rcclx_fp8_quantize_group8_n(x, LANES, f, k, q8);
 }
-RCCLX_DEVICE rcclx_fp8_scale rcclx_fp8_quantize_group8_n(const float (&x)[8], int lanes, rcclx_fp8_format f,
-                                                         rcclx_scale_kind k, uint32_t (&q8)[2]) {
+/* The same with E values per lane (8 or 16; lane l holds elements
+ * E*l..E*l+E-1 of a block of lanes*E), codes in q[E/4].  The ready
+ * quantize kernel uses E = 16: one 16-byte store of codes per lane. */
+template <int E>
+RCCLX_DEVICE rcclx_fp8_scale rcclx_fp8_quantize_group_e(const float (&x)[E], int lanes, rcclx_fp8_format f,
+                                                        rcclx_scale_kind k, uint32_t (&q)[E / 4]) {
   /* |x| compared as bits: for non-negative floats unsigned order is numeric
    * order, and Inf/NaN sort above every finite value.  So the common case
    * (a lane with only finite values) costs one AND and one MAX per element;
@@ -193,12 +197,12 @@ RCCLX_DEVICE rcclx_fp8_scale rcclx_fp8_quantize_group8_n(const float (&x)[8], in
    * rcclx_fp8_quantize_block_thread, bit for bit. */
   uint32_t m = 0;
 RCCLX_UNROLL
-  for (int i = 0; i < 8; ++i) m = rcclx_umax(m, rcclx_f32_bits(x[i]) & 0x7fffffffu);
+  for (int i = 0; i < E; ++i) m = rcclx_umax(m, rcclx_f32_bits(x[i]) & 0x7fffffffu);
   const int nonfinite = m >= 0x7f800000u;
   if (nonfinite) {
     m = 0;
 RCCLX_UNROLL
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < E; ++i) {
       const uint32_t a = rcclx_f32_bits(x[i]) & 0x7fffffffu;
       if (a < 0x7f800000u) m = rcclx_umax(m, a);
     }
@@ -209,19 +213,23 @@ RCCLX_UNROLL
   /* A finite x gives a finite x * inv (|x| <= absmax), and NaN encodes to
    * NaN, so only a lane that holds an Inf needs the per-element fix-up. */
 RCCLX_UNROLL
-  for (int w = 0; w < 2; ++w)
-    q8[w] = rcclx_fp8_encode2(x[4 * w + 0] * s.inv, x[4 * w + 1] * s.inv, f) |
-            (rcclx_fp8_encode2(x[4 * w + 2] * s.inv, x[4 * w + 3] * s.inv, f) << 16);
+  for (int w = 0; w < E / 4; ++w)
+    q[w] = rcclx_fp8_encode2(x[4 * w + 0] * s.inv, x[4 * w + 1] * s.inv, f) |
+           (rcclx_fp8_encode2(x[4 * w + 2] * s.inv, x[4 * w + 3] * s.inv, f) << 16);
   if (nonfinite) {
     const uint32_t nan = rcclx_fp8_nan_code(f);
 RCCLX_UNROLL
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < E; ++i)
       if (!rcclx_is_finite_f32(x[i])) {
         const int sh = 8 * (i % 4);
-        q8[i / 4] = (q8[i / 4] & ~(0xffu << sh)) | (nan << sh);
+        q[i / 4] = (q[i / 4] & ~(0xffu << sh)) | (nan << sh);
       }
   }
   return s;
+}
+RCCLX_DEVICE rcclx_fp8_scale rcclx_fp8_quantize_group8_n(const float (&x)[8], int lanes, rcclx_fp8_format f,
+                                                         rcclx_scale_kind k, uint32_t (&q8)[2]) {
+  return rcclx_fp8_quantize_group_e<8>(x, lanes, f, k, q8);
 }
 
 /* The inverse for one lane: 8 codes and the block's scale -> 8 floats. */

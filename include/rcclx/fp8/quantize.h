@@ -85,40 +85,64 @@ RCCLX_UNROLL
 }
 
 #define RCCLX_FP8_THREADS 256
+#define RCCLX_FP8_UNROLL 4 /* groups per thread per step, loads first */
+#define RCCLX_FP8_LANE_ELEMS 16 /* values per lane in the quantize kernel */
 
-/* Quantize in[0..n) into `chunk`.  Lane groups of B/8 lanes own a block;
- * the loop is warp-uniform so the group shuffles always see full warps. */
-#define RCCLX_FP8_UNROLL 4 /* independent 16-byte loads in flight per thread */
+/* 16 codes at byte i0 of p (16-byte aligned when whole), bytes < n only. */
+RCCLX_DEVICE void rcclx_store16_u8(uint8_t* p, size_t i0, size_t n, const uint32_t (&q)[4]) {
+  if (i0 + 16 <= n) {
+    const rcclx_vec16 v = {{q[0], q[1], q[2], q[3]}};
+    rcclx_st16(p + i0, v);
+  } else {
+RCCLX_UNROLL
+    for (int i = 0; i < 16; ++i)
+      if (i0 + i < n) p[i0 + i] = (uint8_t)(q[i / 4] >> (8 * (i % 4)));
+  }
+}
 
-/* Quantize in[0..n) into `chunk`.  Lane groups of B/8 lanes own a block;
- * each thread handles RCCLX_FP8_UNROLL groups per step, loads first.  The
+/* Quantize in[0..n) into `chunk`.  Lane groups of B/16 lanes own a block,
+ * 16 values per lane (two or four 16-byte loads, one 16-byte store); each
+ * thread handles RCCLX_FP8_UNROLL groups per step, all loads first.  The
  * loop is warp-uniform so the group shuffles always see full warps. */
 template <typename T, int B, rcclx_fp8_format F>
 RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_FP8_THREADS)
     rcclx_fp8_quantize_kernel(const T* in, size_t n, rcclx_scale_kind k, void* chunk) {
-  constexpr int LANES = B / 8, U = RCCLX_FP8_UNROLL;
+  constexpr int E = RCCLX_FP8_LANE_ELEMS, LANES = B / E, U = RCCLX_FP8_UNROLL;
   const size_t nb = rcclx_fp8_nblocks(n, B);
   uint8_t* payload = (uint8_t*)chunk + rcclx_fp8_scales_bytes(n, B, k);
   const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const size_t stride = ((size_t)gridDim.x * blockDim.x) / LANES;
   const int lane = (int)(threadIdx.x % LANES);
   const size_t warp_first = (tid - threadIdx.x % RCCLX_WARP_SIZE) / LANES;
+  constexpr int PV = 16 / (int)sizeof(T), NV = E / PV; /* values per vector, vectors per lane */
   for (size_t g0 = tid / LANES, gw = warp_first; gw < nb; g0 += U * stride, gw += U * stride) {
-    float x[U][8];
+    /* Raw 16-byte loads first (packed: half the registers of floats for
+     * 16-bit inputs), all U groups' in flight at once. */
+    rcclx_vec16 raw[U][NV];
     RCCLX_UNROLL
     for (int u = 0; u < U; ++u) {
-      const size_t g = g0 + u * stride;
-      if (g < nb) rcclx_load8_f32(in, g * B + (size_t)lane * 8, n, x[u]);
-      else for (int i = 0; i < 8; ++i) x[u][i] = 0.0f;
+      const size_t i0 = (g0 + u * stride) * B + (size_t)lane * E;
+      if (g0 + u * stride < nb && i0 + E <= n) {
+        RCCLX_UNROLL
+        for (int v = 0; v < NV; ++v) raw[u][v] = rcclx_ld16(in + i0 + (size_t)v * PV);
+      }
     }
     RCCLX_UNROLL
     for (int u = 0; u < U; ++u) {
-      const size_t g = g0 + u * stride;
-      uint32_t q[2];
-      const rcclx_fp8_scale s = rcclx_fp8_quantize_group8<LANES>(x[u], F, k, q);
+      const size_t g = g0 + u * stride, i0 = g * B + (size_t)lane * E;
+      float x[E];
+      if (g < nb && i0 + E <= n) {
+        RCCLX_UNROLL
+        for (int v = 0; v < NV; ++v) rcclx_unpack16<T>(raw[u][v], x + v * PV);
+      } else {
+        RCCLX_UNROLL
+        for (int i = 0; i < E; ++i) x[i] = g < nb && i0 + i < n ? rcclx_to_f32(in[i0 + i]) : 0.0f;
+      }
+      uint32_t q[E / 4];
+      const rcclx_fp8_scale s = rcclx_fp8_quantize_group_e<E>(x, LANES, F, k, q);
       if (g < nb) {
         if (lane == 0) rcclx_fp8_store_scale(chunk, g, s.stored, k);
-        rcclx_store8_u8(payload, g * B + (size_t)lane * 8, n, q);
+        rcclx_store16_u8(payload, i0, n, q);
       }
     }
   }
@@ -170,7 +194,8 @@ RCCLX_HOST rcclx_status rcclx_fp8_launch_(int quantize, const void* data, size_t
                                           void* chunk, hipStream_t stream) {
   if (quantize) {
     const void* kern = (const void*)rcclx_fp8_quantize_kernel<T, B, F>;
-    unsigned grid = rcclx_fill_grid(kern, RCCLX_FP8_THREADS, rcclx_fp8_nblocks(n, B) * (B / 8) / RCCLX_FP8_UNROLL + 1);
+    unsigned grid = rcclx_fill_grid(kern, RCCLX_FP8_THREADS,
+                                    rcclx_fp8_nblocks(n, B) * (B / RCCLX_FP8_LANE_ELEMS) / RCCLX_FP8_UNROLL + 1);
     rcclx_fp8_quantize_kernel<T, B, F><<<grid, RCCLX_FP8_THREADS, 0, stream>>>((const T*)data, n, k, chunk);
   } else {
     const void* kern = (const void*)rcclx_fp8_dequantize_kernel<T, B, F>;
