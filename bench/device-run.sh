@@ -118,6 +118,13 @@ if want torch; then
 fi
 want bench_fusion && { step bench_fusion 90 ./$BIN/bench_fusion "$OUT/bench_fusion.csv" || rc=1; }
 want fp8_bench && { step fp8_bench 90 python3 bench/fp8_bench.py ./$BIN/librcclx_fp8_capi.so "$OUT/fp8_bench.csv" || rc=1; }
+if want fp8_variants; then  # tuning variants of the FP8 kernels (bench/pack-devbin.sh), same bench
+  for lib in ./$BIN/fp8v_*.so; do
+    [[ -f $lib ]] || continue
+    v=$(basename "$lib" .so)
+    step "$v" 60 python3 bench/fp8_bench.py "$lib" "$LOG/$v.csv" || rc=1
+  done
+fi
 want bench_lowp && { step bench_lowp 45 ./$BIN/bench_lowp "$OUT/bench_lowp.csv" || rc=1; }
 want bench_dda && { step bench_dda 90 ./$BIN/bench_dda "$OUT/bench_dda.csv" || rc=1; }
 want tests && { step fp8_vs_torch 30 python3 tests/gpu/fp8_torch_check.py ./$BIN/librcclx_fp8_capi.so || rc=1; }
@@ -146,6 +153,9 @@ fi
     [[ -f $LOG/$f.log ]] && { echo "--- $f"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|rror|not supported" "$LOG/$f.log" | tail -3; }
   done
   [[ -f $LOG/lazy_loading_repro.log ]] && { echo "--- lazy_loading_repro"; grep -E "timeout|FAILED|e == 0|test cases" "$LOG/lazy_loading_repro.log" | head -4; }
+  for f in "$LOG"/fp8v_*.csv; do
+    [[ -f $f ]] && { echo "--- $(basename "$f" .csv): quantize / dequantize % of copy roofline"; grep -E "^rcclx" "$f"; }
+  done
   python3 bench/summary.py "$OUT" 2>&1
   echo "total $(( $(date +%s) - T0 ))s, exit $rc"
 } > "$OUT/summary.txt" 2>&1

@@ -6,12 +6,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/cuda/bin
+mkdir -p devbin
 cmake -S . -B build-cuda -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build-cuda -j"$(nproc)" > build-cuda.log 2>&1 || { grep -E 'error' build-cuda.log | head -30; exit 1; }
-rm -rf devbin && mkdir devbin
 cp build-cuda/tests/gpu/rcclx_gpu_tests build-cuda/tests/gpu/rcclx_ipc_test build-cuda/tests/gpu/librcclx_fp8_capi.so \
    build-cuda/bench/bench_dda build-cuda/bench/bench_lowp build-cuda/bench/bench_fusion \
    build-cuda/examples/allreduce_basic build-cuda/examples/gemm_allreduce build-cuda/examples/allreduce_rmsnorm \
    build-cuda/python/librcclx_torch_bridge.so devbin/
+# Tuning variants of the FP8 ready kernels, timed by device-run.sh's
+# fp8_variants step against the default build (librcclx_fp8_capi.so).
+for v in "u4:-DRCCLX_FP8_UNROLL=4" "u1:-DRCCLX_FP8_UNROLL=1" "dq2:-DRCCLX_FP8_DEQUANT_UNROLL=2"; do
+  nvcc -x cu -arch=sm_90 -O3 -std=c++17 --expt-relaxed-constexpr -shared -Xcompiler -fPIC -Iinclude ${v#*:} \
+    tests/gpu/fp8_capi.cpp -o "devbin/fp8v_${v%%:*}.so" &
+done
+wait
 tar -czf devbin.tgz devbin && rm -rf devbin
 ls -la devbin.tgz

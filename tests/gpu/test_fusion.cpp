@@ -345,6 +345,41 @@ TEST_CASE("fusion: fused GEMM + AllReduce under graph capture, 20 replays", "[gp
     for (auto p : {dX[r], dW[r], out[r], y[r], ref[r]}) (void)hipFree(p);
 }
 
+// The contract of rcclx/tile.h broken on purpose: rank 1 never runs its
+// fused kernel, so no rank's tile is complete.  With the watchdog on, every
+// other rank's kernel stops with RCCLX_ERR_PEER_TIMEOUT naming a tile and
+// rank 1, instead of hanging.
+TEST_CASE("fusion: a rank that never publishes is reported, not hung", "[gpu][fusion]") {
+  rcclx_config cfg = {};
+  cfg.watchdog_ns = 200ull * 1000 * 1000;
+  const int R = 4, M = 8, N = 256, K = 64;
+  rank_set rs;
+  REQUIRE(rs.init(R, &cfg) == RCCLX_SUCCESS);
+  std::mt19937 rng(43);
+  std::vector<rcclx_bf16*> dX(R), dW(R), out(R);
+  for (int r = 0; r < R; ++r) {
+    dX[r] = to_device(random_bf16((size_t)M * K, rng, 1.0f));
+    dW[r] = to_device(random_bf16((size_t)K * N, rng, 0.1f));
+    out[r] = poisoned<rcclx_bf16>((size_t)M * N);
+  }
+  for (int r = 0; r < R; ++r)
+    if (r != 1) REQUIRE(gemm_allreduce_fused(&rs.comm[r], dX[r], dW[r], out[r], M, N, K, rs.stream[r]) == RCCLX_SUCCESS);
+  GPU_REQUIRE(rs.sync());  // returns: no hang
+  for (int r = 0; r < R; ++r) {
+    rcclx_error_record e{};
+    INFO("rank " << r);
+    if (r == 1) {
+      CHECK(rcclx_comm_check(&rs.comm[r], &e) == RCCLX_SUCCESS);  // it ran nothing
+    } else {
+      CHECK(rcclx_comm_check(&rs.comm[r], &e) == RCCLX_ERR_PEER_TIMEOUT);
+      CHECK(e.peer == 1);
+      CHECK(e.block < (M + GEMM_BM - 1) / GEMM_BM * (N / GEMM_BN));  // a tile index
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (auto p : {dX[r], dW[r], out[r]}) (void)hipFree(p);
+}
+
 TEST_CASE("fusion: AllReduce + residual + RMSNorm (+FP8), fused == unfused, vs float64", "[gpu][fusion]") {
   std::mt19937 rng(41);
   for (int R : {2, 8}) {

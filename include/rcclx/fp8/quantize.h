@@ -85,8 +85,28 @@ RCCLX_UNROLL
 }
 
 #define RCCLX_FP8_THREADS 256
-#define RCCLX_FP8_UNROLL 4 /* groups per thread per step, loads first */
 #define RCCLX_FP8_LANE_ELEMS 16 /* values per lane in the quantize kernel */
+/* Tuning of the two ready kernels (compile-time; bench/device-run.sh's
+ * fp8_variants step times alternatives): quantize groups / dequantize
+ * pieces per thread per step, all loads first; and the blocks per
+ * multiprocessor the register budget must allow (0: the compiler's
+ * choice).  Measured on the H200 (bench/RESULTS.md, run 6), 256 MiB bf16:
+ * quantize unroll 2 reached 0.94 of the copy roofline, 4 reached 0.90,
+ * 4 with 3 blocks per SM 0.82. */
+#ifndef RCCLX_FP8_UNROLL
+#  define RCCLX_FP8_UNROLL 2
+#endif
+#ifndef RCCLX_FP8_DEQUANT_UNROLL
+#  define RCCLX_FP8_DEQUANT_UNROLL 4
+#endif
+#ifndef RCCLX_FP8_MIN_BLOCKS
+#  define RCCLX_FP8_MIN_BLOCKS 0
+#endif
+#if RCCLX_FP8_MIN_BLOCKS > 0
+#  define RCCLX_FP8_LAUNCH_BOUNDS __launch_bounds__(RCCLX_FP8_THREADS, RCCLX_FP8_MIN_BLOCKS)
+#else
+#  define RCCLX_FP8_LAUNCH_BOUNDS __launch_bounds__(RCCLX_FP8_THREADS)
+#endif
 
 /* 16 codes at byte i0 of p (16-byte aligned when whole), bytes < n only. */
 RCCLX_DEVICE void rcclx_store16_u8(uint8_t* p, size_t i0, size_t n, const uint32_t (&q)[4]) {
@@ -105,7 +125,7 @@ RCCLX_UNROLL
  * thread handles RCCLX_FP8_UNROLL groups per step, all loads first.  The
  * loop is warp-uniform so the group shuffles always see full warps. */
 template <typename T, int B, rcclx_fp8_format F>
-RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_FP8_THREADS)
+RCCLX_GLOBAL void RCCLX_FP8_LAUNCH_BOUNDS
     rcclx_fp8_quantize_kernel(const T* in, size_t n, rcclx_scale_kind k, void* chunk) {
   constexpr int E = RCCLX_FP8_LANE_ELEMS, LANES = B / E, U = RCCLX_FP8_UNROLL;
   const size_t nb = rcclx_fp8_nblocks(n, B);
@@ -148,10 +168,14 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_FP8_THREADS)
   }
 }
 
+/* Dequantize: 8 codes per thread per piece (an 8-byte load),
+ * RCCLX_FP8_DEQUANT_UNROLL pieces per step with all loads first.  (16
+ * codes per thread measured 0.56 of the copy roofline against 0.84 for this
+ * form: bench/RESULTS.md, run 6.) */
 template <typename T, int B, rcclx_fp8_format F>
-RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_FP8_THREADS)
+RCCLX_GLOBAL void RCCLX_FP8_LAUNCH_BOUNDS
     rcclx_fp8_dequantize_kernel(const void* chunk, size_t n, rcclx_scale_kind k, T* out) {
-  constexpr int U = RCCLX_FP8_UNROLL;
+  constexpr int U = RCCLX_FP8_DEQUANT_UNROLL;
   const uint8_t* payload = (const uint8_t*)chunk + rcclx_fp8_scales_bytes(n, B, k);
   const size_t stride = (size_t)gridDim.x * blockDim.x * 8;
   for (size_t i0 = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 8; i0 < n; i0 += U * stride) {
@@ -199,7 +223,7 @@ RCCLX_HOST rcclx_status rcclx_fp8_launch_(int quantize, const void* data, size_t
     rcclx_fp8_quantize_kernel<T, B, F><<<grid, RCCLX_FP8_THREADS, 0, stream>>>((const T*)data, n, k, chunk);
   } else {
     const void* kern = (const void*)rcclx_fp8_dequantize_kernel<T, B, F>;
-    unsigned grid = rcclx_fill_grid(kern, RCCLX_FP8_THREADS, (n + 7) / 8 / RCCLX_FP8_UNROLL + 1);
+    unsigned grid = rcclx_fill_grid(kern, RCCLX_FP8_THREADS, (n + 7) / 8 / RCCLX_FP8_DEQUANT_UNROLL + 1);
     rcclx_fp8_dequantize_kernel<T, B, F><<<grid, RCCLX_FP8_THREADS, 0, stream>>>(chunk, n, k, (T*)data);
   }
   return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
