@@ -23,9 +23,10 @@ isa_one() {
     /^[ \t]+\.name:[ \t]+_Z/ { name=$2 }
     /^[ \t]+\.private_segment_fixed_size:/ { scratch=$2 }
     /^[ \t]+\.sgpr_count:/ { sgpr=$2 }
-    /^[ \t]+\.vgpr_spill_count:/ { spill=$2 }
-    /^[ \t]+\.vgpr_count:/ { vgpr=$2; printf "%-30s vgpr %3d sgpr %3d scratch %d spill %d  %s\n", src, vgpr, sgpr, scratch, spill, substr(name,1,70);
-                              if (scratch > 0 || spill > 0) bad=1 }
+    /^[ \t]+\.vgpr_count:/ { vgpr=$2 }
+    # .vgpr_spill_count is the last of a kernel'"'"'s counters (keys are sorted).
+    /^[ \t]+\.vgpr_spill_count:/ { spill=$2; printf "%-30s vgpr %3d sgpr %3d scratch %d spill %d  %s\n", src, vgpr, sgpr, scratch, spill, substr(name,1,70);
+                                    if (scratch > 0 || spill > 0) bad=1 }
     END { exit bad }' "$asm" > "$asm.kernels.unsorted" || { sort -u "$asm.kernels.unsorted" | grep -v 'scratch 0 spill 0'; return 1; }
   sort -u "$asm.kernels.unsorted" > "$asm.kernels"
 }

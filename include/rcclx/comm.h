@@ -27,8 +27,12 @@
  * and every call, whatever the count.  So block b of one rank only ever
  * shares memory with block b of its peers, and a barrier between same-index
  * blocks (rcclx/signal.h) orders everything a call needs, across calls too.
- * With virtual ranks the grids of all ranks on one GPU must be co-resident,
- * so nblocks comes from the occupancy API divided by the ranks sharing it.
+ * With virtual ranks the grids of all ranks on one GPU must be co-resident
+ * and must leave room for the ranks' other kernels (a producer GEMM runs
+ * while the other ranks' collectives spin), so there nblocks is at most one
+ * block per multiprocessor, RCCLX_SHARED_GPU_FREE_SMS of them left free
+ * (rcclx_comm_grid_ in comm_setup.h); one rank per GPU gets the occupancy
+ * API's full grid.
  *
  * Driving several ranks from ONE host thread (virtual ranks, or one process
  * with several GPUs), two runtime settings matter, because a rank's kernel

@@ -140,7 +140,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
     const int lanes = (v + 1) * V <= n ? V : (int)(n - v * V);
     const char* base = rcclx_lamport_slot(c, c.rank, buf, 0) + RCCLX_LAMPORT_HEADER_BYTES + v * 16;
     float acc[RCCLX_PACK_ELEMS(T)], y[RCCLX_PACK_ELEMS(T)];
-    RCCLX_UNROLL
+    RCCLX_NO_UNROLL /* unrolled, the second batch's loads are hoisted: CDNA spills */
     for (int g = 0; g < NMAX; g += 4) {
       rcclx_vec16 x[4];
       RCCLX_UNROLL
