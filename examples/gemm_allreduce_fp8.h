@@ -19,9 +19,13 @@
 // Lanes that hold one tile row: 8 values each.
 #define GEMM_ROW_LANES (GEMM_BN / 8)
 
+// FMT: the wire's FP8 format as a constant (a run-time format costs CDNA
+// scratch in the encoder).
+template <int FMT>
 __global__ void __launch_bounds__(GEMM_THREADS)
     gemm_allreduce_fused_fp8_kernel(rcclx_dev_comm c, const rcclx_bf16* X, const rcclx_bf16* W, rcclx_bf16* out,
                                     int M, int N, int K, rcclx_wire w) {
+  w.format = FMT;
   __shared__ float Ys[GEMM_BM][GEMM_BN + 4];  // the tile, rounded to bf16; +4: fewer bank conflicts
   const int tiles_n = N / GEMM_BN, tiles = ((M + GEMM_BM - 1) / GEMM_BM) * tiles_n;
   const size_t m = (size_t)M * N, in_off = (size_t)RCCLX_REGION_INPUT * c.region_bytes;
@@ -79,7 +83,12 @@ static inline rcclx_status gemm_allreduce_fused_fp8(rcclx_comm* comm, const rccl
   if (rcclx_fp8_packed_bytes((size_t)M * N, w.block_size, w.scale) > v.region_bytes || tiles > RCCLX_MAX_TILES)
     return RCCLX_ERR_BUFFER_TOO_SMALL;
   const int grid = tiles < v.nblocks ? tiles : v.nblocks;
-  RCCLX_TRY(rcclx_comm_check_coresident(comm, (const void*)gemm_allreduce_fused_fp8_kernel, GEMM_THREADS, grid));
-  gemm_allreduce_fused_fp8_kernel<<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K, w);
+  void (*kernel)(rcclx_dev_comm, const rcclx_bf16*, const rcclx_bf16*, rcclx_bf16*, int, int, int, rcclx_wire) =
+      w.format == RCCLX_FP8_E4M3FN     ? gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E4M3FN>
+      : w.format == RCCLX_FP8_E4M3FNUZ ? gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E4M3FNUZ>
+      : w.format == RCCLX_FP8_E5M2     ? gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E5M2>
+                                       : gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E5M2FNUZ>;
+  RCCLX_TRY(rcclx_comm_check_coresident(comm, (const void*)kernel, GEMM_THREADS, grid));
+  kernel<<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K, w);
   return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
 }
