@@ -140,6 +140,8 @@ TEST_CASE("low-precision switches: RCCL_LOW_PRECISION_ENABLE and friends", "[low
   CHECK(rcclx_lowp_enabled(RCCLX_COLL_REDUCE_SCATTER, big) == 0);
   setenv("RCCLX_LOW_PRECISION_ENABLE", "1", 1);
   CHECK(rcclx_lowp_enabled(RCCLX_COLL_REDUCE_SCATTER, big) == 1);
+  CHECK(rcclx_wire_for(RCCLX_COLL_REDUCE_SCATTER, big).format == rcclx_wire_from_env().format);  // FP8 wire
+  CHECK(rcclx_wire_for(RCCLX_COLL_ALLGATHER, big).format == RCCLX_WIRE_RAW);  // switched off above
   CHECK(rcclx_wire_from_env().format == RCCLX_FP8_E4M3FN);  // host/CUDA build default: OCP
   CHECK(rcclx_wire_from_env().block_size == 128);
   setenv("RCCLX_LOW_PRECISION_FORMAT", "e5m2", 1);

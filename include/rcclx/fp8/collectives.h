@@ -348,20 +348,17 @@ RCCLX_HOST rcclx_status rcclx_lowp_allreduce(rcclx_comm* comm, const void* send,
 }
 RCCLX_HOST rcclx_status rcclx_reduce_scatter(rcclx_comm* comm, const void* send, void* recv, size_t count,
                                              rcclx_dtype dtype, hipStream_t stream) {
-  const rcclx_wire w = rcclx_lowp_enabled(RCCLX_COLL_REDUCE_SCATTER, count * rcclx_dtype_size(dtype))
-                           ? rcclx_wire_from_env() : rcclx_wire_raw();
+  const rcclx_wire w = rcclx_wire_for(RCCLX_COLL_REDUCE_SCATTER, count * rcclx_dtype_size(dtype));
   return rcclx_lowp_collective(comm, RCCLX_LOWP_REDUCE_SCATTER, send, recv, count, dtype, w, stream);
 }
 RCCLX_HOST rcclx_status rcclx_allgather(rcclx_comm* comm, const void* send, void* recv, size_t count,
                                         rcclx_dtype dtype, hipStream_t stream) {
-  const rcclx_wire w = rcclx_lowp_enabled(RCCLX_COLL_ALLGATHER, count * rcclx_dtype_size(dtype))
-                           ? rcclx_wire_from_env() : rcclx_wire_raw();
+  const rcclx_wire w = rcclx_wire_for(RCCLX_COLL_ALLGATHER, count * rcclx_dtype_size(dtype));
   return rcclx_lowp_collective(comm, RCCLX_LOWP_ALLGATHER, send, recv, count, dtype, w, stream);
 }
 RCCLX_HOST rcclx_status rcclx_alltoall(rcclx_comm* comm, const void* send, void* recv, size_t count,
                                        rcclx_dtype dtype, hipStream_t stream) {
-  const rcclx_wire w = rcclx_lowp_enabled(RCCLX_COLL_ALLTOALL, count * rcclx_dtype_size(dtype))
-                           ? rcclx_wire_from_env() : rcclx_wire_raw();
+  const rcclx_wire w = rcclx_wire_for(RCCLX_COLL_ALLTOALL, count * rcclx_dtype_size(dtype));
   return rcclx_lowp_collective(comm, RCCLX_LOWP_ALLTOALL, send, recv, count, dtype, w, stream);
 }
 

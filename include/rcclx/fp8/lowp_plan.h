@@ -199,3 +199,9 @@ RCCLX_HOST rcclx_wire rcclx_wire_from_env(void) {
   if (rcclx_fp8_block_size_valid(b)) w.block_size = b;
   return w;
 }
+
+/* The wire the switches give collective c for a message of bytes_per_rank:
+ * rcclx_wire_from_env() where rcclx_lowp_enabled, else full precision. */
+RCCLX_HOST rcclx_wire rcclx_wire_for(rcclx_collective c, size_t bytes_per_rank) {
+  return rcclx_lowp_enabled(c, bytes_per_rank) ? rcclx_wire_from_env() : rcclx_wire_raw();
+}

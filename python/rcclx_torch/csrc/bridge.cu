@@ -130,11 +130,11 @@ int rcclx_torch_collective(void* h, int kind, const void* send, void* recv, size
   static const rcclx_lowp_kind kinds[3] = {RCCLX_LOWP_REDUCE_SCATTER, RCCLX_LOWP_ALLGATHER, RCCLX_LOWP_ALLTOALL};
   static const rcclx_collective colls[3] = {RCCLX_COLL_REDUCE_SCATTER, RCCLX_COLL_ALLGATHER, RCCLX_COLL_ALLTOALL};
   if (kind < 0 || kind > 2) return RCCLX_ERR_INVALID_ARGUMENT;
-  const size_t es = rcclx_dtype_size((rcclx_dtype)dtype);
-  const int low = precision == RCCLX_TORCH_PRECISION_LOW ||
-                  (precision == RCCLX_TORCH_PRECISION_ENV && rcclx_lowp_enabled(colls[kind], count * es));
-  return rcclx_lowp_collective(c, kinds[kind], send, recv, count, (rcclx_dtype)dtype,
-                               low ? rcclx_wire_from_env() : rcclx_wire_raw(), (hipStream_t)stream);
+  const rcclx_wire w = precision == RCCLX_TORCH_PRECISION_LOW ? rcclx_wire_from_env()
+                       : precision == RCCLX_TORCH_PRECISION_ENV
+                           ? rcclx_wire_for(colls[kind], count * rcclx_dtype_size((rcclx_dtype)dtype))
+                           : rcclx_wire_raw();
+  return rcclx_lowp_collective(c, kinds[kind], send, recv, count, (rcclx_dtype)dtype, w, (hipStream_t)stream);
 }
 
 /* After the caller synchronised the rank's stream: the first error a kernel
