@@ -12,11 +12,20 @@ int main(int argc, char** argv) {
   FILE* csv = bench_start(argc, argv, "bench_dda", "nranks,dtype,algo,bytes,us,empty_us,copy_us,algbw_GBps,busbw_GBps,frac_copy");
   if (!csv) return 1;
   const size_t max_bytes = (size_t)64 << 20;
-  const size_t sizes[] = {1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 32 << 20, 64 << 20};
+  const size_t sizes[] = {1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 2 << 20, 4 << 20, 32 << 20, 64 << 20};
   printf("%-3s %-5s %-5s %10s %10s %8s %8s %9s %7s\n", "N", "dtype", "algo", "bytes", "us", "floor", "copy_us", "busbw", "%copy");
   for (int N : {2, 4, 8}) {
-    rank_set rs;
+    // rs: the defaults (virtual ranks: device-scope barriers, direct access
+    // from RCCLX_DIRECT_MIN_BYTES up); staged: never direct; sys: barriers
+    // at system scope, as GPUs over links need (what they cost here).
+    rank_set rs, staged, sys;
     RK(rs.init(N));
+    rcclx_config cfg = {};
+    cfg.direct = RCCLX_DIRECT_OFF;
+    RK(staged.init(N, &cfg));
+    cfg.direct = RCCLX_DIRECT_AUTO;
+    cfg.system_scope = 1;
+    RK(sys.init(N, &cfg));
     std::vector<void*> in(N), out(N), scratch(N);
     for (int r = 0; r < N; ++r) {
       CK(hipSetDevice(rs.dev[r]));
@@ -28,6 +37,10 @@ int main(int argc, char** argv) {
       CK(hipDeviceSynchronize());
     }
     const double empty = time_graph(rs, [&](int r) { empty_kernel<<<1, 32, 0, rs.stream[r]>>>(); });
+    // The floor as issue #3 defines it: fork/join around every call (every
+    // rank's call must finish before any rank's next starts), for the
+    // empty kernel and the small-message AllReduce alike.
+    const double empty_fj = time_graph(rs, [&](int r) { empty_kernel<<<1, 32, 0, rs.stream[r]>>>(); }, 20, 15, true);
     for (size_t bytes : sizes) {
       // Unique bytes: each rank's input read once and output written once.
       const double copy = time_graph(rs, [&](int r) {
@@ -37,27 +50,48 @@ int main(int argc, char** argv) {
         if (dt == RCCLX_FLOAT32 && bytes != (16u << 10) && bytes != (32u << 20)) continue;
         // auto_zc: the input already sits in the registered region (what a
         // fused producer does): no copy-in pass.
-        for (int a : {(int)RCCLX_ALGO_FLAT, (int)RCCLX_ALGO_TREE, (int)RCCLX_ALGO_LAMPORT, (int)RCCLX_ALGO_AUTO, -1}) {
+        // -1: auto zero-copy (the input already sits in the registered
+        // region, what a fused producer does); -2: auto, never direct;
+        // -3 / -4: flat / auto with system-scope barriers.
+        for (int a : {(int)RCCLX_ALGO_FLAT, (int)RCCLX_ALGO_TREE, (int)RCCLX_ALGO_LAMPORT, (int)RCCLX_ALGO_AUTO, -1, -2,
+                      -3, -4}) {
           const size_t count = bytes / rcclx_dtype_size(dt);
-          const bool zc = a < 0;
+          const bool zc = a == -1;
           if (a == RCCLX_ALGO_LAMPORT && bytes > RCCLX_LAMPORT_MAX_BYTES) continue;
           if (zc && bytes > rs.comm[0].view.region_bytes) continue;
-          const rcclx_algo algo = zc ? RCCLX_ALGO_AUTO : (rcclx_algo)a;
+          if (a == -3 && bytes > (64u << 10)) continue;
+          rank_set& set = a == -2 ? staged : a <= -3 ? sys : rs;
+          const rcclx_algo algo = a == -3 ? RCCLX_ALGO_FLAT : a < 0 ? RCCLX_ALGO_AUTO : (rcclx_algo)a;
           const int K = bytes >= (16u << 20) ? 5 : 20;
-          const double us = time_graph(rs, [&](int r) {
-            const void* src = zc ? rcclx_comm_input(&rs.comm[r]) : in[r];
-            RK(rcclx_allreduce(&rs.comm[r], src, out[r], count, dt, RCCLX_SUM, algo, rs.stream[r]));
+          const double us = time_graph(set, [&](int r) {
+            const void* src = zc ? rcclx_comm_input(&set.comm[r]) : in[r];
+            RK(rcclx_allreduce(&set.comm[r], src, out[r], count, dt, RCCLX_SUM, algo, set.stream[r]));
           }, K, 9);
-          for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
+          for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&set.comm[r], nullptr));
           const double algbw = bytes / us / 1e3, busbw = algbw * 2.0 * (N - 1) / N;
           const double frac = copy / us;
-          const char* name = zc ? "auto_zc" : rcclx_algo_name(algo);
+          const char* names[] = {"auto_zc", "auto_staged", "flat_sys", "auto_sys"};
+          const char* name = a < 0 ? names[-a - 1] : rcclx_algo_name(algo);
           fprintf(csv, "%d,%s,%s,%zu,%.3f,%.3f,%.3f,%.2f,%.2f,%.3f\n", N, rcclx_dtype_name(dt), name, bytes,
                   us, empty, copy, algbw, busbw, frac);
           printf("%-3d %-5s %-7s %10zu %10.2f %8.2f %8.2f %9.1f %6.0f%%\n", N, rcclx_dtype_name(dt), name,
                  bytes, us, empty, copy, busbw, 100 * frac);
           fflush(stdout);
         }
+        if (bytes <= (64u << 10))  // small messages, fork/join per call (against empty_fj)
+          for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_AUTO}) {
+            const size_t count = bytes / rcclx_dtype_size(dt);
+            const double us = time_graph(rs, [&](int r) {
+              RK(rcclx_allreduce(&rs.comm[r], in[r], out[r], count, dt, RCCLX_SUM, algo, rs.stream[r]));
+            }, 20, 9, true);
+            for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
+            const double algbw = bytes / us / 1e3, busbw = algbw * 2.0 * (N - 1) / N;
+            const char* name = algo == RCCLX_ALGO_FLAT ? "flat_fj" : "auto_fj";
+            fprintf(csv, "%d,%s,%s,%zu,%.3f,%.3f,%.3f,%.2f,%.2f,%.3f\n", N, rcclx_dtype_name(dt), name, bytes, us,
+                    empty_fj, copy, algbw, busbw, copy / us);
+            printf("%-3d %-5s %-7s %10zu %10.2f %8.2f %8.2f %9.1f %6.0f%%\n", N, rcclx_dtype_name(dt), name, bytes,
+                   us, empty_fj, copy, busbw, 100 * copy / us);
+          }
       }
     }
     for (int r = 0; r < N; ++r) {

@@ -20,17 +20,27 @@ if fp8:
 dda = rows("bench_dda.csv")
 if dda:
     print("DDA bf16 AllReduce, us per call (graph replay median); floor = empty kernel per rank;"
-          " %copy = copy of unique bytes / time (auto_zc: input already in the registered buffer)")
-    print("  %-3s %9s %8s %8s %8s %8s %8s %7s %6s %6s" % ("N", "bytes", "flat", "tree", "lamport", "auto", "auto_zc", "floor",
-                                                       "%copy", "%zc"))
+          " %copy = copy of unique bytes / time; zc: input already in the registered buffer;"
+          " staged: never direct; sys: system-scope barriers")
+    cols = ("flat", "tree", "lamport", "auto", "auto_zc", "auto_staged", "flat_sys", "auto_sys")
+    print("  %-3s %9s " % ("N", "bytes") + " ".join("%8s" % c[:8] for c in cols) + " %7s %6s %6s" % ("floor", "%auto", "%zc"))
     keys = sorted({(int(r["nranks"]), int(r["bytes"])) for r in dda if r["dtype"] == "bf16"})
     for n, b in keys:
         same = {x["algo"]: x for x in dda if x["dtype"] == "bf16" and int(x["nranks"]) == n and int(x["bytes"]) == b}
         us = lambda a: float(same[a]["us"]) if a in same else float("nan")
         frac = lambda a: 100 * float(same[a]["frac_copy"]) if a in same else float("nan")
-        print("  %-3d %9d %8.2f %8.2f %8.2f %8.2f %8.2f %7.2f %5.0f%% %5.0f%%" % (
-            n, b, us("flat"), us("tree"), us("lamport"), us("auto"), us("auto_zc"), float(same["auto"]["empty_us"]),
-            frac("auto"), frac("auto_zc")))
+        print("  %-3d %9d " % (n, b) + " ".join("%8.2f" % us(c) for c in cols) + " %7.2f %5.0f%% %5.0f%%" % (
+            float(same["auto"]["empty_us"]), frac("auto"), frac("auto_zc")))
+    fj = [x for x in dda if x["algo"].endswith("_fj") and x["dtype"] == "bf16"]
+    if fj:
+        print("Small messages with fork/join around every call (issue #3's floor method), us per call;"
+              " over = time - floor_fj")
+        for n, b in sorted({(int(x["nranks"]), int(x["bytes"])) for x in fj}):
+            same = {x["algo"]: x for x in fj if int(x["nranks"]) == n and int(x["bytes"]) == b}
+            floor = float(same["flat_fj"]["empty_us"])
+            print("  %-3d %9d  floor_fj %6.2f  flat %6.2f (over %5.2f)  auto %6.2f (over %5.2f)" % (
+                n, b, floor, float(same["flat_fj"]["us"]), float(same["flat_fj"]["us"]) - floor,
+                float(same["auto_fj"]["us"]), float(same["auto_fj"]["us"]) - floor))
 
 lp = rows("bench_lowp.csv")
 if lp:
@@ -62,7 +72,7 @@ try:
     if dda:
         fig, ax = plt.subplots(figsize=(8, 5))
         for n in ("2", "4", "8"):
-            for algo, style in (("flat", "-"), ("tree", "--"), ("lamport", "-."), ("auto_zc", ":")):
+            for algo, style in (("flat", "-"), ("tree", "--"), ("auto_staged", "-."), ("auto_zc", ":")):
                 pts = [(int(x["bytes"]), float(x["us"])) for x in dda
                        if x["nranks"] == n and x["algo"] == algo and x["dtype"] == "bf16"]
                 if pts:

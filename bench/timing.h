@@ -13,10 +13,12 @@
 
 // Median microseconds per call of `body` (which issues one call on every
 // rank): one graph of K back-to-back calls (fork/join over the rank
-// streams), 3 warm-up replays, median over R timed replays.
-static inline double time_graph(rank_set& rs, const std::function<void(int)>& body, int K = 20, int R = 15) {
+// streams, once around all K, or around each call with join_each), 3
+// warm-up replays, median over R timed replays.
+static inline double time_graph(rank_set& rs, const std::function<void(int)>& body, int K = 20, int R = 15,
+                                bool join_each = false) {
   hipGraphExec_t ge;
-  CK(rs.capture(K, body, &ge));
+  CK(rs.capture(K, body, &ge, join_each));
   hipEvent_t t0, t1;
   CK(hipEventCreate(&t0));
   CK(hipEventCreate(&t1));

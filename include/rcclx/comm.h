@@ -66,6 +66,10 @@
 
 #define RCCLX_MAX_RANKS 8
 #define RCCLX_MAX_BLOCKS 128
+/* Most threads per block of a communicator's kernels: the DDA kernels'
+ * launch bounds, which leave the tree's 8-source reduce 128 registers on
+ * sm_90 (at 1024 threads, 64, it spilled). */
+#define RCCLX_MAX_THREADS 512
 #define RCCLX_MAX_TILES 2048 /* tiles a fused kernel can publish per call */
 /* The Lamport area (flag-in-data one-shot AllReduce, rcclx/dda/lamport.h):
  * per slot a header of 16 bytes per block, then at most
@@ -84,6 +88,12 @@ typedef struct rcclx_error_record {
   uint32_t pad[3];
 } rcclx_error_record;
 
+/* A rank's user pointers for one call (see rcclx_signal.call_card). */
+typedef struct rcclx_call_card {
+  const void* send;
+  void* recv;
+} rcclx_call_card;
+
 /* One per rank, in device memory, zeroed at creation and never reset. */
 typedef struct rcclx_signal {
   /* arrive[b][src]: barrier epoch that block b of rank src has reached;
@@ -93,6 +103,10 @@ typedef struct rcclx_signal {
    * algorithm), written by src before its arrival; ranks that disagree are
    * reported as RCCLX_ERR_RANK_MISMATCH instead of computing garbage. */
   uint32_t call_sig[RCCLX_MAX_BLOCKS][RCCLX_MAX_RANKS][2]; /* by epoch parity */
+  /* call_card[b][src]: the user pointers of src's current call, for calls
+   * whose peers read and write the user's buffers directly
+   * (RCCLX_VIEW_DIRECT); exchanged like call_sig. */
+  rcclx_call_card call_card[RCCLX_MAX_BLOCKS][RCCLX_MAX_RANKS][2];
   uint32_t epoch[RCCLX_MAX_BLOCKS]; /* barriers passed by this rank's block b */
   uint32_t calls[RCCLX_MAX_BLOCKS]; /* calls run by this rank's block b */
   rcclx_error_record error;
@@ -110,6 +124,17 @@ typedef struct rcclx_signal {
   uint32_t lamport_nvec[RCCLX_MAX_BLOCKS][3];
 } rcclx_signal;
 
+/* rcclx_dev_comm.flags */
+/* Every rank's memory and kernels are on this one GPU (virtual ranks, or
+ * processes sharing it): device (agent) scope orders the barriers; without
+ * it they use system scope, which GPUs reached over links need. */
+#define RCCLX_VIEW_ONE_DEVICE 1u
+/* The ranks are driven by one process and can address each other's
+ * ordinary device memory (one GPU, or GPUs with peer access): a large
+ * collective may read peers' send buffers and write its shard into their
+ * receive buffers directly, with no staging copy (rcclx/dda/kernels.h). */
+#define RCCLX_VIEW_DIRECT 2u
+
 typedef struct rcclx_dev_comm {
   int32_t rank, nranks;
   int32_t nblocks, nthreads; /* the fixed grid of every collective kernel */
@@ -117,6 +142,7 @@ typedef struct rcclx_dev_comm {
   rcclx_signal* sigs[RCCLX_MAX_RANKS];
   size_t region_bytes;
   uint64_t watchdog_ns; /* 0: wait forever */
+  uint32_t flags;       /* RCCLX_VIEW_*; the same on every rank */
 } rcclx_dev_comm;
 
 /* Byte offset of a region in every rank's buffer. */
@@ -129,10 +155,24 @@ typedef struct rcclx_dev_comm {
  * overrides, see rcclx_config_resolve). */
 typedef struct rcclx_config {
   size_t region_bytes;  /* default 32 MiB (RCCLX_BUFFER_BYTES); 4 KiB multiple, < 64 GiB */
-  int nthreads;         /* default 512 */
+  int nthreads;         /* default 512; 64..RCCLX_MAX_THREADS, a multiple of 64 */
   int max_blocks;       /* default 64, at most RCCLX_MAX_BLOCKS (RCCLX_NBLOCKS) */
   uint64_t watchdog_ns; /* default 0 = off (RCCLX_WATCHDOG_MS) */
+  /* Barrier scope: 0 = device scope when every rank is on one GPU, else
+   * system; 1 = always system scope (RCCLX_SYSTEM_SCOPE=1). */
+  int system_scope;
+  /* Direct user-buffer access for one-process communicators
+   * (RCCLX_VIEW_DIRECT; RCCLX_DIRECT): RCCLX_DIRECT_AUTO (0) turns it on
+   * when every rank is on one GPU; RCCLX_DIRECT_OFF always stages;
+   * RCCLX_DIRECT_ON also across GPUs, which requires every send and recv
+   * buffer to be reachable from every peer GPU (hipMalloc memory with peer
+   * access; not a stream-ordered pool without access granted).  One process
+   * per rank (IPC) never uses it. */
+  int direct;
 } rcclx_config;
+#define RCCLX_DIRECT_AUTO 0
+#define RCCLX_DIRECT_OFF 1
+#define RCCLX_DIRECT_ON 2
 
 typedef enum { RCCLX_COMM_LOCAL = 1, RCCLX_COMM_IPC = 2 } rcclx_comm_kind;
 
@@ -147,6 +187,7 @@ typedef struct rcclx_comm {
   void* ipc_mapped[RCCLX_MAX_RANKS]; /* peers' allocations opened by IPC */
   size_t flat_max_bytes;  /* auto: flat at or below this, tree above */
   size_t lamport_max_bytes; /* auto: Lamport at or below this (0: never) */
+  size_t direct_min_bytes;  /* RCCLX_VIEW_DIRECT views: DIRECT from this size up */
 } rcclx_comm;
 
 RCCLX_HOST size_t rcclx_env_size(const char* name, size_t fallback) {
@@ -176,9 +217,13 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
   if (!c.nthreads) c.nthreads = 512;
   if (!c.max_blocks) c.max_blocks = (int)rcclx_env_size("RCCLX_NBLOCKS", 64);
   if (!c.watchdog_ns) c.watchdog_ns = (uint64_t)rcclx_env_size("RCCLX_WATCHDOG_MS", 0) * 1000000ull;
+  if (!c.system_scope) c.system_scope = (int)rcclx_env_size("RCCLX_SYSTEM_SCOPE", 0);
+  if (!c.direct) c.direct = (int)rcclx_env_size("RCCLX_DIRECT", RCCLX_DIRECT_AUTO);
+  if (c.system_scope < 0 || c.system_scope > 1) return RCCLX_ERR_INVALID_ARGUMENT;
+  if (c.direct < RCCLX_DIRECT_AUTO || c.direct > RCCLX_DIRECT_ON) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.region_bytes < 4096 || (c.region_bytes & 4095u) || c.region_bytes >= ((size_t)1 << 36))
     return RCCLX_ERR_INVALID_ARGUMENT;
-  if (c.nthreads < 64 || c.nthreads > 1024 || (c.nthreads & 63)) return RCCLX_ERR_INVALID_ARGUMENT;
+  if (c.nthreads < 64 || c.nthreads > RCCLX_MAX_THREADS || (c.nthreads & 63)) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.max_blocks < 1 || c.max_blocks > RCCLX_MAX_BLOCKS) return RCCLX_ERR_INVALID_ARGUMENT;
   *out = c;
   return RCCLX_SUCCESS;
@@ -187,7 +232,7 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
 /* What every rank must agree on; compared at creation. */
 RCCLX_HOST int rcclx_view_shape_equal(const rcclx_dev_comm* a, const rcclx_dev_comm* b) {
   return a->nranks == b->nranks && a->nblocks == b->nblocks && a->nthreads == b->nthreads &&
-         a->region_bytes == b->region_bytes;
+         a->region_bytes == b->region_bytes && a->flags == b->flags;
 }
 
 /* Whether [p, p + bytes) overlaps this rank's registered buffer (its

@@ -100,8 +100,10 @@ RCCLX_HOST void rcclx_comm_destroy(rcclx_comm* c) {
   memset(c, 0, sizeof *c);
 }
 
-RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const rcclx_config* cfg, int nblocks) {
+RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const rcclx_config* cfg, int nblocks,
+                                      uint32_t flags) {
   c->view.rank = rank;
+  c->view.flags = flags;
   c->view.nranks = nranks;
   c->view.nblocks = nblocks;
   c->view.nthreads = cfg->nthreads;
@@ -109,6 +111,7 @@ RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const
   c->view.watchdog_ns = cfg->watchdog_ns;
   c->flat_max_bytes = rcclx_default_flat_max_bytes(nranks);
   c->lamport_max_bytes = rcclx_default_lamport_max_bytes(nranks);
+  c->direct_min_bytes = rcclx_default_direct_min_bytes(nranks);
 }
 RCCLX_HOST void rcclx_comm_set_peer_(rcclx_comm* c, int r, void* alloc, size_t region_bytes) {
   c->view.bufs[r] = alloc;
@@ -128,6 +131,10 @@ RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, c
   for (int r = 0; r < nranks; ++r)
     if (devices[r] < 0 || devices[r] >= ndev) return RCCLX_ERR_NO_DEVICE;
   memset(comms, 0, sizeof(rcclx_comm) * (size_t)nranks);
+  int one_device = 1;
+  for (int r = 1; r < nranks; ++r) one_device &= devices[r] == devices[0];
+  uint32_t flags = one_device && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u;
+  if (cfg.direct == RCCLX_DIRECT_ON || (cfg.direct == RCCLX_DIRECT_AUTO && one_device)) flags |= RCCLX_VIEW_DIRECT;
   int prev = 0;
   rcclx_status st = rcclx_set_device_(devices[0], &prev);
   if (st != RCCLX_SUCCESS) return st;
@@ -143,7 +150,7 @@ RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, c
   for (int r = 0; r < nranks && st == RCCLX_SUCCESS; ++r) {
     comms[r].device = devices[r];
     comms[r].kind = RCCLX_COMM_LOCAL;
-    rcclx_comm_fill_view_(&comms[r], r, nranks, &cfg, nblocks);
+    rcclx_comm_fill_view_(&comms[r], r, nranks, &cfg, nblocks, flags);
     if ((st = rcclx_set_device_(devices[r], &ndev)) == RCCLX_SUCCESS) st = rcclx_comm_alloc_(&comms[r], &cfg);
     for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
       if (devices[q] == devices[r]) continue;
@@ -169,7 +176,7 @@ RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, c
 typedef struct rcclx_ipc_card {
   hipIpcMemHandle_t handle;
   int32_t rank, nranks, nthreads, max_blocks;
-  int32_t pci_bus, pci_device, pci_domain, grid_share_blocks;
+  int32_t pci_bus, pci_device, pci_domain, system_scope;
   uint64_t region_bytes, watchdog_ns;
 } rcclx_ipc_card;
 
@@ -202,6 +209,7 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
   mine.max_blocks = cfg.max_blocks;
   mine.region_bytes = cfg.region_bytes;
   mine.watchdog_ns = cfg.watchdog_ns;
+  mine.system_scope = cfg.system_scope;
   /* Even a failed rank joins the exchange, so the others do not wait forever. */
   if (st != RCCLX_SUCCESS) mine.nranks = -1;
   if (allgather(ctx, &mine, cards, sizeof(rcclx_ipc_card)) != 0) st = RCCLX_ERR_RUNTIME;
@@ -210,7 +218,8 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
     const rcclx_ipc_card* k = &cards[q];
     if (k->nranks == -1) st = RCCLX_ERR_PEER_ACCESS;
     else if (k->rank != q || k->nranks != nranks || k->nthreads != mine.nthreads || k->max_blocks != mine.max_blocks ||
-             k->region_bytes != mine.region_bytes || k->watchdog_ns != mine.watchdog_ns)
+             k->region_bytes != mine.region_bytes || k->watchdog_ns != mine.watchdog_ns ||
+             k->system_scope != mine.system_scope)
       st = RCCLX_ERR_RANK_MISMATCH;
     share += k->pci_bus == mine.pci_bus && k->pci_device == mine.pci_device;
   }
@@ -225,7 +234,10 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
     else if (grids[q] < nblocks) nblocks = grids[q];
   }
   if (st == RCCLX_SUCCESS) {
-    rcclx_comm_fill_view_(c, rank, nranks, &cfg, nblocks);
+    /* Processes sharing one GPU need only device scope; peers' ordinary
+     * memory is never reachable across processes (no RCCLX_VIEW_DIRECT). */
+    rcclx_comm_fill_view_(c, rank, nranks, &cfg, nblocks,
+                          share == nranks && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u);
     rcclx_comm_set_peer_(c, rank, c->alloc, cfg.region_bytes);
     for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
       if (q == rank) continue;
@@ -244,9 +256,11 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
 }
 
 /* Reads and clears the first error a kernel of this rank recorded.  Call
- * after the rank's stream is synchronised.  RCCLX_ERR_PEER_TIMEOUT or
- * RCCLX_ERR_RANK_MISMATCH leave the barrier epochs out of step: destroy the
- * communicators of all ranks and create new ones. */
+ * after the rank's stream is synchronised.  RCCLX_ERR_PEER_TIMEOUT leaves
+ * the barrier epochs out of step: destroy the communicators of all ranks
+ * and create new ones.  RCCLX_ERR_RANK_MISMATCH from a DDA or
+ * low-precision kernel ended that call on every rank at its first barrier
+ * (its output is undefined) and the communicator stays usable. */
 RCCLX_HOST rcclx_status rcclx_comm_check(rcclx_comm* c, rcclx_error_record* detail) {
   if (!c || !c->kind) return RCCLX_ERR_NULL_POINTER;
   int prev = 0;

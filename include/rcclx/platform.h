@@ -162,6 +162,8 @@
  *   rcclx_ld_acquire_sys_u32(p)          load, acquire, system scope
  *   rcclx_ld_relaxed_sys_u32(p)          load, relaxed (volatile), system scope
  *   rcclx_fence_acq_rel_sys()            acquire+release fence, system scope
+ *   rcclx_st_release_dev_u32(p, v)       the same at device (agent) scope,
+ *   rcclx_ld_acquire_dev_u32(p)          for ranks that all share one GPU
  *   rcclx_ld16(p) / rcclx_st16(p, v)     plain 16-byte load / store
  *   rcclx_ld16_volatile(p)               16-byte load that is never cached
  *                                        or merged (spin-on-data protocols)

@@ -16,7 +16,10 @@
 
 #define RCCLX_BARRIER_OK 0
 #define RCCLX_BARRIER_TIMEOUT 1  /* the block must return at once */
-#define RCCLX_BARRIER_MISMATCH 2 /* skip the data work, keep the barriers */
+/* Ranks passed different fingerprints.  Every rank sees it at this same
+ * barrier (each has a peer that differs), so a kernel that ends its call
+ * here (rcclx_dda_first_barrier) keeps the epochs in step. */
+#define RCCLX_BARRIER_MISMATCH 2
 
 /* Keeps the first error of this rank; later ones are dropped. */
 RCCLX_DEVICE void rcclx_record_error(const rcclx_dev_comm& c, rcclx_status s, int block, int peer, uint32_t epoch) {
@@ -46,52 +49,116 @@ RCCLX_DEVICE int rcclx_watchdog_expired(const rcclx_dev_comm& c, uint32_t* spins
   return 1;
 }
 
-/* Spin (acquire, system scope) until *flag reaches epoch e (signed
+/* The flag accesses of barriers and tile waits, at the scope the view
+ * needs: system scope in general (peers on other GPUs: on gfx942 a release
+ * is `buffer_wbl2 sc0 sc1` + an `sc0 sc1` store, on sm_90 `st.release.sys`),
+ * device scope when every rank runs on this GPU (RCCLX_VIEW_ONE_DEVICE:
+ * every peer thread is on the same device, so nothing beyond this GPU's
+ * memory system needs to see the writes).  The branch is uniform. */
+RCCLX_DEVICE void rcclx_flag_release(const rcclx_dev_comm& c, uint32_t* p, uint32_t v) {
+  if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_st_release_dev_u32(p, v);
+  else rcclx_st_release_sys_u32(p, v);
+}
+RCCLX_DEVICE uint32_t rcclx_flag_acquire(const rcclx_dev_comm& c, const uint32_t* p) {
+  return (c.flags & RCCLX_VIEW_ONE_DEVICE) ? rcclx_ld_acquire_dev_u32(p) : rcclx_ld_acquire_sys_u32(p);
+}
+
+/* Spin (acquire, at the view's scope) until *flag reaches epoch e (signed
  * difference: wrap-around safe).  With the watchdog on, gives up after
  * c.watchdog_ns, records RCCLX_ERR_PEER_TIMEOUT (slot, peer, e) and returns
  * 1; else returns 0.  One thread calls it per flag. */
 RCCLX_DEVICE int rcclx_spin_until(const rcclx_dev_comm& c, const uint32_t* flag, uint32_t e, int slot, int peer) {
   uint32_t spins = 0;
   uint64_t t0 = 0;
-  while ((int32_t)(rcclx_ld_acquire_sys_u32(flag) - e) < 0)
+  while ((int32_t)(rcclx_flag_acquire(c, flag) - e) < 0)
     if (rcclx_watchdog_expired(c, &spins, &t0, slot, peer, e)) return 1;
   return 0;
+}
+
+/* A block's barrier session on block slot `slot`: the slot's epoch is read
+ * once when the kernel opens it, kept in registers (every thread holds the
+ * same value) across the kernel's barriers, and written back once by
+ * rcclx_barrier_close, so a barrier costs no load or store of its own
+ * counter.  At most one session per slot runs at a time (the fixed grid). */
+typedef struct rcclx_barrier {
+  uint32_t epoch; /* barriers this slot has passed */
+  int slot;
+} rcclx_barrier;
+
+/* Every thread of the block calls it, before the kernel's first barrier on
+ * `slot` (the previous kernel's close is ordered by the stream). */
+RCCLX_DEVICE rcclx_barrier rcclx_barrier_open(const rcclx_dev_comm& c, int slot) {
+  rcclx_barrier b;
+  b.slot = slot;
+  b.epoch = *(const volatile uint32_t*)&c.sigs[c.rank]->epoch[slot];
+  return b;
 }
 
 /* Barrier among block `slot` of every rank.  Every thread of the block
  * calls it.  Ordering: whatever any thread of this block wrote before the
  * call is visible to every peer's block `slot` once its call returns, and
  * vice versa.  Why that is enough: the __syncthreads before the arrival
- * makes the block's writes happen-before thread t's release store (system
- * scope, cumulative), the peer's acquire load that observes it (system
- * scope) plus its __syncthreads make them visible to all its threads.  Both
- * orders are needed at every position: the release also orders the block's
- * earlier peer READS before the arrival (a peer may overwrite that data
- * next), the acquire orders later reads and writes after it.
+ * makes the block's writes happen-before thread t's release store
+ * (cumulative), the peer's acquire load that observes it plus its
+ * __syncthreads make them visible to all its threads.  Both orders are
+ * needed at every position: the release also orders the block's earlier
+ * peer READS before the arrival (a peer may overwrite that data next), the
+ * acquire orders later reads and writes after it.  Scope: see
+ * rcclx_flag_release.
  * `sig` != 0: also check that every rank passed the same call fingerprint.
+ * `cards` != NULL: also give every peer this rank's `card`, and store
+ * peer t's card in cards[t] (shared memory, t < nranks), visible to the
+ * whole block on return.
  * Returns RCCLX_BARRIER_OK, _TIMEOUT (watchdog; error recorded) or
  * _MISMATCH (ranks disagree; error recorded). */
-RCCLX_DEVICE int rcclx_barrier_block(const rcclx_dev_comm& c, int slot, uint32_t sig) {
+RCCLX_DEVICE int rcclx_barrier_sync(const rcclx_dev_comm& c, rcclx_barrier* b, uint32_t sig, rcclx_call_card card,
+                                    rcclx_call_card* cards) {
   rcclx_signal* me = c.sigs[c.rank];
-  const int t = (int)threadIdx.x;
+  const int t = (int)threadIdx.x, slot = b->slot;
+  const uint32_t e = ++b->epoch;
   int bad = RCCLX_BARRIER_OK;
-  uint32_t e = 0;
   __syncthreads();
   if (t < c.nranks) {
-    e = me->epoch[slot] + 1u;
     rcclx_signal* peer = c.sigs[t];
-    if (sig) peer->call_sig[slot][c.rank][e & 1u] = sig; /* published by the release below */
-    rcclx_st_release_sys_u32(&peer->arrive[slot][c.rank], e);
+    /* Published by the release below; a peer overwrites parity e & 1 only
+     * at epoch e + 2, after this rank arrived at e + 1, past the reads. */
+    if (sig) peer->call_sig[slot][c.rank][e & 1u] = sig;
+    if (cards) peer->call_card[slot][c.rank][e & 1u] = card;
+    rcclx_flag_release(c, &peer->arrive[slot][c.rank], e);
     bad = rcclx_spin_until(c, &me->arrive[slot][t], e, slot, t) ? RCCLX_BARRIER_TIMEOUT : RCCLX_BARRIER_OK;
     if (!bad && sig && me->call_sig[slot][t][e & 1u] != sig) {
       rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, slot, t, e);
       bad = RCCLX_BARRIER_MISMATCH;
     }
+    if (!bad && cards) cards[t] = me->call_card[slot][t][e & 1u];
   }
   const int timeout = __syncthreads_or(bad == RCCLX_BARRIER_TIMEOUT);
   const int mismatch = __syncthreads_or(bad == RCCLX_BARRIER_MISMATCH);
-  if (t == 0) me->epoch[slot] = e; /* read above by threads < nranks, all past the syncs */
   return timeout ? RCCLX_BARRIER_TIMEOUT : (mismatch ? RCCLX_BARRIER_MISMATCH : RCCLX_BARRIER_OK);
+}
+
+/* The card of a barrier that exchanges none. */
+RCCLX_HOST_DEVICE rcclx_call_card rcclx_no_card(void) {
+  rcclx_call_card k;
+  k.send = NULL;
+  k.recv = NULL;
+  return k;
+}
+
+/* Writes the session's epoch back for the next kernel.  Every thread calls
+ * it after the kernel's last barrier on the slot. */
+RCCLX_DEVICE void rcclx_barrier_close(const rcclx_dev_comm& c, const rcclx_barrier* b) {
+  if (threadIdx.x == 0) c.sigs[c.rank]->epoch[b->slot] = b->epoch;
+}
+
+/* One barrier as a whole session (open, sync, close): for kernels with a
+ * single barrier, or that interleave them with other work freely. */
+RCCLX_DEVICE int rcclx_barrier_block(const rcclx_dev_comm& c, int slot, uint32_t sig) {
+  rcclx_barrier b = rcclx_barrier_open(c, slot);
+  const int r = rcclx_barrier_sync(c, &b, sig, rcclx_no_card(), NULL);
+  rcclx_barrier_close(c, &b);
+  __syncthreads(); /* the next open of this slot reads what thread 0 wrote */
+  return r;
 }
 
 #endif /* RCCLX_GPU_LANG */

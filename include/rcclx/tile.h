@@ -53,7 +53,7 @@ RCCLX_DEVICE uint32_t rcclx_tile_begin(const rcclx_dev_comm& c, int t) {
 /* Publish tile t at epoch e to every rank (this rank included). */
 RCCLX_DEVICE void rcclx_tile_publish(const rcclx_dev_comm& c, int t, uint32_t e) {
   __syncthreads(); /* the block's tile stores happen before the releases */
-  if ((int)threadIdx.x < c.nranks) rcclx_st_release_sys_u32(&c.sigs[threadIdx.x]->tile_ready[t][c.rank], e);
+  if ((int)threadIdx.x < c.nranks) rcclx_flag_release(c, &c.sigs[threadIdx.x]->tile_ready[t][c.rank], e);
 }
 
 /* Wait until every rank published tile t at epoch >= e.  Returns 1 if the
@@ -70,7 +70,7 @@ RCCLX_DEVICE int rcclx_tile_wait(const rcclx_dev_comm& c, int t, uint32_t e) {
  * t) == e + 1). */
 RCCLX_DEVICE void rcclx_tile_done(const rcclx_dev_comm& c, int t, uint32_t e) {
   __syncthreads(); /* the block's reads of tile t happen before the releases */
-  if ((int)threadIdx.x < c.nranks) rcclx_st_release_sys_u32(&c.sigs[threadIdx.x]->tile_done[t][c.rank], e);
+  if ((int)threadIdx.x < c.nranks) rcclx_flag_release(c, &c.sigs[threadIdx.x]->tile_done[t][c.rank], e);
   if (threadIdx.x == 0) c.sigs[c.rank]->tile_epoch[t] = e;
   __syncthreads();
 }

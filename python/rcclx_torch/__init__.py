@@ -32,7 +32,7 @@ import torch
 __all__ = ["ReduceOp", "RcclxError", "Communicator", "LocalGroup", "new_comm", "load_library"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_ABI = 1
+_ABI = 2
 
 
 class ReduceOp(enum.IntEnum):
@@ -69,6 +69,7 @@ def _declare(lib):
         "rcclx_torch_destroy_local": (None, [I, ctypes.POINTER(P)]),
         "rcclx_torch_info": (I, [P, ctypes.POINTER(I), ctypes.POINTER(I), ctypes.POINTER(I), ctypes.POINTER(Z)]),
         "rcclx_torch_input": (P, [P]),
+        "rcclx_torch_overlaps_registered": (I, [P, P, Z]),
         "rcclx_torch_allreduce": (I, [P, P, P, Z, I, I, I, I, P]),
         "rcclx_torch_collective": (I, [P, I, P, P, Z, I, I, P]),
         "rcclx_torch_check": (I, [P, ctypes.POINTER(I)]),
@@ -206,9 +207,9 @@ class Communicator:
         if tensor.numel() == 0:
             return _Work(self.device) if async_op else None
         src, dst_ptr = tensor.data_ptr(), dst.data_ptr()
-        if dst_ptr == src and self._in_registered(tensor):
-            raise ValueError("rcclx_torch: an AllReduce cannot be in place on the registered buffer (peers read it "
-                             "during the call); pass out=")
+        if self._in_registered(dst):
+            raise ValueError("rcclx_torch: an AllReduce cannot write into the registered buffer (peers read it "
+                             "during the call); pass an ordinary out=")
         st = _LIB.rcclx_torch_allreduce(self._h, src, dst_ptr, tensor.numel(), _DTYPES[tensor.dtype], int(op),
                                         _ALGOS[algorithm], _PRECISION[low_precision], _raw_stream(self._dev, stream))
         if st:
@@ -283,9 +284,8 @@ class Communicator:
             raise ValueError("rcclx_torch: %s must start 16-byte aligned (storage offset %d)" % (name, t.storage_offset()))
 
     def _in_registered(self, t):
-        base = self._input - 2 * self.buffer_bytes
-        p = t.data_ptr()
-        return p < base + 3 * self.buffer_bytes and base < p + t.numel() * t.element_size()
+        # The C library owns the buffer layout (regions + Lamport area).
+        return bool(_lib().rcclx_torch_overlaps_registered(self._h, t.data_ptr(), t.numel() * t.element_size()))
 
     def _collective(self, kind, output, input, n, in_segments, out_segments, async_op, low_precision):
         self._check_tensor(input, "input")

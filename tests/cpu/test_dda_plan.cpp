@@ -1,4 +1,5 @@
 // DDA host planning and argument checks (rcclx/dda/plan.h), no GPU needed.
+#include <cstring>
 #include <rcclx/dda/plan.h>
 #include <rcclx/dda/tree.h>
 #include <catch2/catch.hpp>
@@ -82,7 +83,83 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
   in.region_bytes = 0; in.max_blocks = RCCLX_MAX_BLOCKS + 1;
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
+  in.max_blocks = 0; in.nthreads = 1024;  // above the DDA kernels' launch bounds
+  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
+  in.nthreads = 0; in.system_scope = 2;
+  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
+  in.system_scope = 0; in.direct = RCCLX_DIRECT_ON + 1;
+  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
+  in.direct = 0;
+  unsetenv("RCCLX_DIRECT");
+  unsetenv("RCCLX_SYSTEM_SCOPE");
+  REQUIRE(rcclx_config_resolve(&in, &out) == RCCLX_SUCCESS);
+  CHECK(out.direct == RCCLX_DIRECT_AUTO);
+  CHECK(out.system_scope == 0);
+  setenv("RCCLX_DIRECT", "1", 1);
+  setenv("RCCLX_SYSTEM_SCOPE", "1", 1);
+  REQUIRE(rcclx_config_resolve(&in, &out) == RCCLX_SUCCESS);
+  CHECK(out.direct == RCCLX_DIRECT_OFF);
+  CHECK(out.system_scope == 1);
+  unsetenv("RCCLX_DIRECT");
+  unsetenv("RCCLX_SYSTEM_SCOPE");
   CHECK(rcclx_tree_shard_vectors(10, 4) == 3);
+}
+
+TEST_CASE("where peers read a call's message", "[dda_plan]") {
+  static char buffer[4 * 4096];
+  rcclx_comm c;
+  memset(&c, 0, sizeof c);
+  c.view.rank = 0;
+  c.view.nranks = 4;
+  c.view.bufs[0] = buffer;
+  c.view.region_bytes = 4096;
+  c.flat_max_bytes = 512 << 10;
+  c.lamport_max_bytes = 0;
+  c.direct_min_bytes = 1 << 20;
+  c.view.flags = RCCLX_VIEW_DIRECT | RCCLX_VIEW_ONE_DEVICE;
+  const void* user = (const void*)0x1000;
+  int src = -1;
+  // A direct view: AUTO and TREE from direct_min_bytes read the user's buffers.
+  CHECK(rcclx_dda_resolve(&c, user, 1 << 20, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_TREE);
+  CHECK(src == RCCLX_SRC_DIRECT);
+  CHECK(rcclx_dda_resolve(&c, user, 64 << 20, RCCLX_ALGO_TREE, &src) == RCCLX_ALGO_TREE);
+  CHECK(src == RCCLX_SRC_DIRECT);
+  // Below it, and for the one-shot at any size (in place it would overwrite
+  // what peers read): staged.
+  CHECK(rcclx_dda_resolve(&c, user, (1 << 20) - 16, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_TREE);
+  CHECK(src == RCCLX_SRC_STAGED);
+  CHECK(rcclx_dda_resolve(&c, user, 4096, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_FLAT);
+  CHECK(src == RCCLX_SRC_STAGED);
+  CHECK(rcclx_dda_resolve(&c, user, 64 << 20, RCCLX_ALGO_FLAT, &src) == RCCLX_ALGO_FLAT);
+  CHECK(src == RCCLX_SRC_STAGED);
+  // The registered input region is zero-copy, with the size rule of flat/tree.
+  const void* input = rcclx_comm_input(&c);
+  CHECK(rcclx_dda_resolve(&c, input, 4096, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_FLAT);
+  CHECK(src == RCCLX_SRC_REGISTERED);
+  CHECK(rcclx_dda_resolve(&c, input, 2 << 20, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_TREE);
+  CHECK(src == RCCLX_SRC_REGISTERED);
+  // Lamport pushes from wherever send is.
+  c.lamport_max_bytes = 64 << 10;
+  CHECK(rcclx_dda_resolve(&c, input, 4096, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_LAMPORT);
+  CHECK(src == RCCLX_SRC_STAGED);
+  // No direct view (one process per rank, or RCCLX_DIRECT_OFF): never direct.
+  c.view.flags = RCCLX_VIEW_ONE_DEVICE;
+  CHECK(rcclx_dda_resolve(&c, user, 64 << 20, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_TREE);
+  CHECK(src == RCCLX_SRC_STAGED);
+  CHECK(rcclx_dda_resolve(&c, user, 256 << 10, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_FLAT);
+  // Ranks that pick different sources disagree in the fingerprint.
+  CHECK(rcclx_call_signature(10, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, RCCLX_SRC_STAGED) !=
+        rcclx_call_signature(10, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, RCCLX_SRC_DIRECT));
+  // One launch's vector count stays below 2^32 for every dtype.
+  for (rcclx_dtype d : {RCCLX_FLOAT32, RCCLX_FLOAT16, RCCLX_BFLOAT16})
+    CHECK(rcclx_dda_max_launch_elems(d) * rcclx_dtype_size(d) / 16 < ((size_t)1 << 32));
+  unsetenv("RCCLX_DIRECT_MIN_BYTES");
+  CHECK(rcclx_default_direct_min_bytes(8) == (size_t)1 << 20);
+  CHECK(rcclx_default_direct_min_bytes(4) == (size_t)2 << 20);
+  CHECK(rcclx_default_direct_min_bytes(2) == (size_t)4 << 20);
+  setenv("RCCLX_DIRECT_MIN_BYTES", "0", 1);
+  CHECK(rcclx_default_direct_min_bytes(8) == 0);
+  unsetenv("RCCLX_DIRECT_MIN_BYTES");
 }
 
 TEST_CASE("default flat/tree switch points are the measured ones", "[dda_plan]") {

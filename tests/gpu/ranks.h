@@ -63,6 +63,19 @@ struct rank_set {
     (void)hipSetDevice(dev[0]);
     return RCCLX_SUCCESS;
   }
+  // Waits for every device the ranks use: host-side hipMemcpy/hipMemset of
+  // test data run on the null stream, which the ranks' non-blocking streams
+  // do not wait for (a pageable hipMemcpy may even return before its DMA
+  // lands); call it between preparing data and launching on rank streams.
+  hipError_t settle() {
+    hipError_t e = hipSuccess;
+    for (int r = 0; r < n; ++r) {
+      hipError_t x = hipSetDevice(dev[r]);
+      if (x == hipSuccess) x = hipDeviceSynchronize();
+      if (x != hipSuccess) e = x;
+    }
+    return e;
+  }
   hipError_t sync() {
     hipError_t e = hipSuccess;
     for (int r = 0; r < n; ++r) {
@@ -72,24 +85,32 @@ struct rank_set {
     return e;
   }
   // Captures `body(r)` for every rank, `repeat` times, into one graph on rank
-  // 0's stream that forks to every rank's stream and joins back; *exec is
+  // 0's stream that forks to every rank's stream and joins back (once
+  // around all repetitions, or around each with join_each); *exec is
   // launched on stream[0] and destroyed by the caller.
-  hipError_t capture(int repeat, const std::function<void(int)>& body, hipGraphExec_t* exec) {
+  hipError_t capture(int repeat, const std::function<void(int)>& body, hipGraphExec_t* exec, bool join_each = false) {
     std::vector<hipEvent_t> ev(n + 1, nullptr);
     hipGraph_t g = nullptr;
     hipError_t e = hipSetDevice(dev[0]);
     for (auto& x : ev)
       if (e == hipSuccess) e = hipEventCreateWithFlags(&x, hipEventDisableTiming);
     if (e == hipSuccess) e = hipStreamBeginCapture(stream[0], hipStreamCaptureModeRelaxed);
-    if (e == hipSuccess) e = hipEventRecord(ev[n], stream[0]);
-    for (int r = 1; r < n && e == hipSuccess; ++r) e = hipStreamWaitEvent(stream[r], ev[n], 0);
-    if (e == hipSuccess)
-      for (int k = 0; k < repeat; ++k)
-        for (int r = 0; r < n; ++r) body(r);
-    for (int r = 1; r < n && e == hipSuccess; ++r) {
-      e = hipEventRecord(ev[r], stream[r]);
-      if (e == hipSuccess) e = hipStreamWaitEvent(stream[0], ev[r], 0);
+    auto fork = [&] {
+      if (e == hipSuccess) e = hipEventRecord(ev[n], stream[0]);
+      for (int r = 1; r < n && e == hipSuccess; ++r) e = hipStreamWaitEvent(stream[r], ev[n], 0);
+    };
+    auto join = [&] {
+      for (int r = 1; r < n && e == hipSuccess; ++r) {
+        e = hipEventRecord(ev[r], stream[r]);
+        if (e == hipSuccess) e = hipStreamWaitEvent(stream[0], ev[r], 0);
+      }
+    };
+    fork();
+    for (int k = 0; k < repeat && e == hipSuccess; ++k) {
+      if (join_each && k > 0) { join(); fork(); }
+      for (int r = 0; r < n; ++r) body(r);
     }
+    join();
     hipError_t end = hipStreamEndCapture(stream[0], &g);
     if (e == hipSuccess) e = end;
     if (e == hipSuccess) e = hipGraphInstantiateWithFlags(exec, g, 0);

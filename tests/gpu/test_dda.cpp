@@ -3,7 +3,9 @@
 // inputs; outputs poisoned first; bitwise equality across ranks and across
 // flat / tree / auto.
 #include <rcclx/rcclx.h>
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include "gpu_check.h"
 #include "ranks.h"
@@ -41,14 +43,39 @@ void check_result(const std::vector<std::vector<T>>& in, const std::vector<T>& o
   }
 }
 
+// Ways to run the same ranks: staged copies, direct user-buffer access for
+// every size, and system-scope barriers (what GPUs over links use).  Their
+// results must be bitwise identical.
+struct dda_ways {
+  rank_set staged, direct, sys;
+  std::vector<rank_set*> all{&staged, &direct, &sys};
+  const char* names[3] = {"staged", "direct", "system-scope"};
+  explicit dda_ways(int N, size_t region_bytes = 0) {
+    rcclx_config cfg = {};
+    cfg.region_bytes = region_bytes;
+    cfg.direct = RCCLX_DIRECT_OFF;
+    REQUIRE(staged.init(N, &cfg) == RCCLX_SUCCESS);
+    cfg.direct = RCCLX_DIRECT_AUTO;
+    REQUIRE(direct.init(N, &cfg) == RCCLX_SUCCESS);
+    cfg.system_scope = 1;
+    REQUIRE(sys.init(N, &cfg) == RCCLX_SUCCESS);
+    for (int r = 0; r < N; ++r) {
+      REQUIRE(!(staged.comm[r].view.flags & RCCLX_VIEW_DIRECT));
+      REQUIRE(!(sys.comm[r].view.flags & RCCLX_VIEW_ONE_DEVICE));
+      if (direct.comm[r].view.flags & RCCLX_VIEW_DIRECT) direct.comm[r].direct_min_bytes = 0;
+    }
+  }
+};
+
 template <typename T>
-void run_case(rank_set& rs, size_t n, rcclx_op op, bool in_place, std::mt19937& rng) {
-  const int N = rs.n;
+void run_case(dda_ways& ways, size_t n, rcclx_op op, bool in_place, std::mt19937& rng) {
+  const int N = ways.staged.n, W = (int)ways.all.size();
+  rank_set& rs = ways.staged;
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<std::vector<T>> in(N, std::vector<T>(n));
   for (auto& v : in)
     for (auto& x : v) x = rcclx_from_f32<T>(nd(rng));
-  std::vector<std::vector<T>> outs[kDdaAlgos];
+  std::vector<std::vector<T>> outs[3][kDdaAlgos];
   std::vector<T*> send(N), recv(N);
   for (int r = 0; r < N; ++r) {
     GPU_REQUIRE(hipSetDevice(rs.dev[r]));
@@ -56,21 +83,25 @@ void run_case(rank_set& rs, size_t n, rcclx_op op, bool in_place, std::mt19937& 
     GPU_REQUIRE(hipMalloc((void**)&recv[r], n * sizeof(T) + 16));
   }
   const rcclx_dtype dt = rcclx_dtype_of<T>::value;
+  for (int w = 0; w < W; ++w)
   for (int a = 0; a < kDdaAlgos; ++a) {
+    rank_set& ws = *ways.all[w];
     for (int r = 0; r < N; ++r) {
       GPU_REQUIRE(hipSetDevice(rs.dev[r]));
       GPU_REQUIRE(hipMemcpy(send[r], in[r].data(), n * sizeof(T), hipMemcpyHostToDevice));
       GPU_REQUIRE(hipMemset(recv[r], 0xFF, n * sizeof(T) + 16));  // poison (NaN)
     }
+    GPU_REQUIRE(ws.settle());
     for (int r = 0; r < N; ++r) {
       T* dst = in_place ? send[r] : recv[r];
-      REQUIRE(rcclx_allreduce(&rs.comm[r], send[r], dst, n, dt, op, kDdaAlgoList[a], rs.stream[r]) == RCCLX_SUCCESS);
+      REQUIRE(rcclx_allreduce(&ws.comm[r], send[r], dst, n, dt, op, kDdaAlgoList[a], ws.stream[r]) == RCCLX_SUCCESS);
     }
-    GPU_REQUIRE(rs.sync());
-    for (int r = 0; r < N; ++r) REQUIRE(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
-    outs[a].assign(N, std::vector<T>(n));
+    GPU_REQUIRE(ws.sync());
+    for (int r = 0; r < N; ++r) REQUIRE(rcclx_comm_check(&ws.comm[r], nullptr) == RCCLX_SUCCESS);
+    auto& o = outs[w][a];
+    o.assign(N, std::vector<T>(n));
     for (int r = 0; r < N; ++r) {
-      GPU_REQUIRE(hipMemcpy(outs[a][r].data(), in_place ? send[r] : recv[r], n * sizeof(T), hipMemcpyDeviceToHost));
+      GPU_REQUIRE(hipMemcpy(o[r].data(), in_place ? send[r] : recv[r], n * sizeof(T), hipMemcpyDeviceToHost));
       if (!in_place) {  // nothing written past n
         T tail;
         GPU_REQUIRE(hipMemcpy(&tail, recv[r] + n, sizeof(T), hipMemcpyDeviceToHost));
@@ -82,13 +113,14 @@ void run_case(rank_set& rs, size_t n, rcclx_op op, bool in_place, std::mt19937& 
   }
   INFO("N=" << N << " n=" << n << " dtype=" << rcclx_dtype_name(dt) << " op=" << rcclx_op_name(op) << " in_place=" << in_place);
   size_t bad = 0;
-  check_result(in, outs[0][0], op, bad);
+  check_result(in, outs[0][0][0], op, bad);
   CHECK(bad == 0);
-  for (int a = 0; a < kDdaAlgos; ++a)
-    for (int r = 0; r < N; ++r) {
-      INFO("algo " << rcclx_algo_name(kDdaAlgoList[a]) << " rank " << r);
-      CHECK(memcmp(outs[a][r].data(), outs[0][0].data(), n * sizeof(T)) == 0);  // bitwise everywhere
-    }
+  for (int w = 0; w < W; ++w)
+    for (int a = 0; a < kDdaAlgos; ++a)
+      for (int r = 0; r < N; ++r) {
+        INFO("way " << ways.names[w] << " algo " << rcclx_algo_name(kDdaAlgoList[a]) << " rank " << r);
+        CHECK(memcmp(outs[w][a][r].data(), outs[0][0][0].data(), n * sizeof(T)) == 0);  // bitwise everywhere
+      }
   for (int r = 0; r < N; ++r) {
     (void)hipFree(send[r]);
     (void)hipFree(recv[r]);
@@ -124,13 +156,12 @@ __global__ void bump_kernel(uint32_t* seed_ptr) { *seed_ptr += 1; }
 TEST_CASE("dda allreduce: every dtype / op / algo; odd sizes; in and out of place", "[gpu][dda]") {
   std::mt19937 rng(2024);
   for (int N : {2, 3, 4, 8}) {
-    rank_set rs;
-    REQUIRE(rs.init(N) == RCCLX_SUCCESS);
+    dda_ways ways(N);
     for (size_t n : {(size_t)1, (size_t)7, (size_t)1023, (size_t)4096, (size_t)1000003}) {
       for (rcclx_op op : {RCCLX_SUM, RCCLX_MAX, RCCLX_MIN}) {
-        run_case<rcclx_bf16>(rs, n, op, false, rng);
-        run_case<rcclx_f16>(rs, n, op, n % 2 == 1, rng);
-        run_case<float>(rs, n, op, false, rng);
+        run_case<rcclx_bf16>(ways, n, op, false, rng);
+        run_case<rcclx_f16>(ways, n, op, n % 2 == 1, rng);
+        run_case<float>(ways, n, op, n == 7, rng);
       }
     }
   }
@@ -138,13 +169,10 @@ TEST_CASE("dda allreduce: every dtype / op / algo; odd sizes; in and out of plac
 
 TEST_CASE("dda allreduce: large messages up to 64 MiB and chunking past the buffer", "[gpu][dda]") {
   std::mt19937 rng(7);
-  rcclx_config cfg = {};
-  cfg.region_bytes = (size_t)8 << 20;  // 64 MiB messages run as 8 chunks
   for (int N : {2, 8}) {
-    rank_set rs;
-    REQUIRE(rs.init(N, &cfg) == RCCLX_SUCCESS);
-    run_case<rcclx_bf16>(rs, (size_t)32 << 20, RCCLX_SUM, false, rng);  // 64 MiB
-    run_case<float>(rs, ((size_t)16 << 20) + 3, RCCLX_SUM, true, rng);   // 64 MiB + 12 B
+    dda_ways ways(N, (size_t)8 << 20);  // staged: 64 MiB messages run as 8 chunks
+    run_case<rcclx_bf16>(ways, (size_t)32 << 20, RCCLX_SUM, false, rng);  // 64 MiB
+    run_case<float>(ways, ((size_t)16 << 20) + 3, RCCLX_SUM, true, rng);   // 64 MiB + 12 B
   }
 }
 
@@ -165,6 +193,7 @@ TEST_CASE("dda allreduce: zero-copy from the registered input region", "[gpu][dd
       GPU_REQUIRE(hipMalloc((void**)&out[r], n * 2));
       GPU_REQUIRE(hipMemset(out[r], 0xFF, n * 2));
     }
+    GPU_REQUIRE(rs.settle());
     for (int r = 0; r < N; ++r)  // flat, tree, Lamport (which pushes from the region: not zero-copy, chunked)
       REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), out[r], n, RCCLX_BFLOAT16, RCCLX_SUM,
                               kDdaAlgoList[a], rs.stream[r]) == RCCLX_SUCCESS);
@@ -178,9 +207,13 @@ TEST_CASE("dda allreduce: zero-copy from the registered input region", "[gpu][dd
       (void)hipFree(out[r]);
     }
     CHECK(bad == 0);
-    // Too large for the region: rejected before any launch.
-    CHECK(rcclx_allreduce(&rs.comm[0], rcclx_comm_input(&rs.comm[0]), out[0], (size_t)64 << 20, RCCLX_BFLOAT16,
+    // Too large for the region: rejected before any launch (recv: an
+    // allocation of its own, so no overlap check answers first).
+    void* big = nullptr;
+    GPU_REQUIRE(hipMalloc(&big, (size_t)128 << 20));
+    CHECK(rcclx_allreduce(&rs.comm[0], rcclx_comm_input(&rs.comm[0]), big, (size_t)64 << 20, RCCLX_BFLOAT16,
                           RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[0]) == RCCLX_ERR_BUFFER_TOO_SMALL);
+    GPU_REQUIRE(hipFree(big));
   }
 }
 
@@ -211,9 +244,10 @@ struct verify_bufs {
 
 // Back-to-back calls with changing data (generated on the device) and no
 // reset, then the same in a captured graph replayed 1000 times.
-static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
+static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n, bool direct = false) {
   rank_set rs;
   REQUIRE(rs.init(N) == RCCLX_SUCCESS);
+  for (int r = 0; r < N; ++r) rs.comm[r].direct_min_bytes = direct ? 0 : SIZE_MAX;
   verify_bufs vb(rs, n);
   auto &in = vb.in, &out = vb.out;
   auto &seed = vb.seed;
@@ -250,7 +284,7 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
     uint32_t s = 0;
     GPU_REQUIRE(hipMemcpy(&e, err[r], 8, hipMemcpyDeviceToHost));
     GPU_REQUIRE(hipMemcpy(&s, seed[r], 4, hipMemcpyDeviceToHost));
-    INFO("rank " << r << " graph " << graph << " algo " << algo);
+    INFO("rank " << r << " graph " << graph << " algo " << algo << " direct " << direct);
     CHECK(e == 0);
     CHECK(s == (uint32_t)calls);  // every call ran, with new data each time
     CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
@@ -259,15 +293,20 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n) {
 
 TEST_CASE("dda allreduce: 10 000 back-to-back calls / no reset", "[gpu][dda]") {
   repeated(8, 10000, false, RCCLX_ALGO_FLAT, 4099);
+  repeated(8, 10000, false, RCCLX_ALGO_AUTO, 4099, true);  // tree, direct
   repeated(8, 10000, false, RCCLX_ALGO_LAMPORT, 4099);
   repeated(4, 2000, false, RCCLX_ALGO_TREE, 70001);
+  repeated(4, 2000, false, RCCLX_ALGO_TREE, 70001, true);
 }
 
 TEST_CASE("dda allreduce: graph capture and 1000 replays with changing data", "[gpu][dda]") {
   repeated(8, 1000, true, RCCLX_ALGO_FLAT, 4099);
   repeated(8, 1000, true, RCCLX_ALGO_LAMPORT, 4099);
   repeated(8, 1000, true, RCCLX_ALGO_TREE, 70001);
+  repeated(8, 1000, true, RCCLX_ALGO_AUTO, 4099, true);
+  repeated(8, 1000, true, RCCLX_ALGO_TREE, 70001, true);
   repeated(3, 1000, true, RCCLX_ALGO_AUTO, 1 << 20);
+  repeated(3, 1000, true, RCCLX_ALGO_AUTO, 1 << 20, true);
 }
 
 // Lamport buffers rotate and are cleared by what each block read two calls
@@ -327,11 +366,13 @@ TEST_CASE("dda allreduce: Lamport on inputs that look like its sentinel", "[gpu]
     GPU_REQUIRE(hipMalloc((void**)&out[r], n * 2));
     GPU_REQUIRE(hipMemcpy(in[r], h[r].data(), n * 2, hipMemcpyHostToDevice));
   }
+  GPU_REQUIRE(rs.settle());
   for (rcclx_op op : {RCCLX_SUM, RCCLX_MAX}) {
     std::vector<rcclx_bf16> res[2];
     const rcclx_algo algos[2] = {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT};
     for (int k = 0; k < 2; ++k) {
       for (int r = 0; r < N; ++r) GPU_REQUIRE(hipMemset(out[r], 0x11, n * 2));
+      GPU_REQUIRE(rs.settle());
       for (int r = 0; r < N; ++r)
         REQUIRE(rcclx_allreduce(&rs.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, op, algos[k], rs.stream[r]) ==
                 RCCLX_SUCCESS);
@@ -367,6 +408,7 @@ TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an erro
     GPU_REQUIRE(hipMalloc((void**)&buf[r], 4096 * 4));
     GPU_REQUIRE(hipMemset(buf[r], 0, 4096 * 4));
   }
+  GPU_REQUIRE(rs.settle());
   for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
     rank_set rs2;  // a fresh communicator per algorithm: a timeout leaves the old one out of step
     REQUIRE(rs2.init(N, &cfg) == RCCLX_SUCCESS);
@@ -396,8 +438,9 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     GPU_REQUIRE(hipMalloc((void**)&buf[r], 8192 * 4));
     GPU_REQUIRE(hipMemset(buf[r], 0, 8192 * 4));
   }
+  GPU_REQUIRE(rs.settle());
   for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
-    rank_set rs2;  // fresh: a mismatch leaves a communicator out of step
+    rank_set rs2;  // fresh: a Lamport mismatch leaves a communicator out of step
     REQUIRE(rs2.init(N) == RCCLX_SUCCESS);
     REQUIRE(rcclx_allreduce(&rs2.comm[0], buf[0], buf[0], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[0]) == RCCLX_SUCCESS);
     REQUIRE(rcclx_allreduce(&rs2.comm[1], buf[1], buf[1], 8192, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[1]) == RCCLX_SUCCESS);
@@ -405,6 +448,38 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     INFO("algo " << rcclx_algo_name(algo));
     CHECK(rcclx_comm_check(&rs2.comm[0], nullptr) == RCCLX_ERR_RANK_MISMATCH);
     CHECK(rcclx_comm_check(&rs2.comm[1], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+  }
+  // Barrier kernels end a mismatched call on every rank at the first
+  // barrier, even when the ranks' kernels have different barrier counts
+  // (AUTO: rank 0 runs the direct tree, 3 barriers, rank 1 the staged
+  // flat, 1; TREE: direct 3 vs staged 2), and the communicator stays
+  // usable: the next agreeing call is correct.
+  for (rcclx_algo algo : {RCCLX_ALGO_AUTO, RCCLX_ALGO_TREE}) {
+    rank_set rs2;
+    REQUIRE(rs2.init(N) == RCCLX_SUCCESS);
+    rs2.comm[0].direct_min_bytes = 0;         // rank 0 reads directly,
+    rs2.comm[1].direct_min_bytes = SIZE_MAX;  // rank 1 stages: they disagree
+    for (int r = 0; r < N; ++r)
+      REQUIRE(rcclx_allreduce(&rs2.comm[r], buf[r], buf[r], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[r]) ==
+              RCCLX_SUCCESS);
+    GPU_REQUIRE(rs2.sync());
+    INFO("algo " << rcclx_algo_name(algo));
+    for (int r = 0; r < N; ++r) CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+    std::vector<float> h(4096, 0.25f), got(4096);
+    for (int r = 0; r < N; ++r) {
+      rs2.comm[r].direct_min_bytes = 0;
+      GPU_REQUIRE(hipMemcpy(buf[r], h.data(), 4096 * 4, hipMemcpyHostToDevice));
+    }
+    GPU_REQUIRE(rs2.settle());
+    for (int r = 0; r < N; ++r)
+      REQUIRE(rcclx_allreduce(&rs2.comm[r], buf[r], buf[r], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[r]) ==
+              RCCLX_SUCCESS);
+    GPU_REQUIRE(rs2.sync());
+    for (int r = 0; r < N; ++r) {
+      CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_SUCCESS);
+      GPU_REQUIRE(hipMemcpy(got.data(), buf[r], 4096 * 4, hipMemcpyDeviceToHost));
+      CHECK(std::count(got.begin(), got.end(), 0.5f) == 4096);
+    }
   }
   for (auto p : buf) (void)hipFree(p);
 }

@@ -26,6 +26,7 @@ T* to_device(const std::vector<T>& h) {
   T* p = nullptr;
   GPU_REQUIRE(hipMalloc((void**)&p, h.size() * sizeof(T) + 64));
   GPU_REQUIRE(hipMemcpy(p, h.data(), h.size() * sizeof(T), hipMemcpyHostToDevice));
+  GPU_REQUIRE(hipDeviceSynchronize());  // a pageable copy may return before its DMA lands
   return p;
 }
 template <typename T>
@@ -328,6 +329,7 @@ TEST_CASE("fusion: fused GEMM + AllReduce under graph capture, 20 replays", "[gp
       GPU_REQUIRE(hipMemcpy(dX[r], hx.data(), hx.size() * 2, hipMemcpyHostToDevice));
       GPU_REQUIRE(hipMemcpy(dW[r], hw.data(), hw.size() * 2, hipMemcpyHostToDevice));
     }
+    GPU_REQUIRE(rs.settle());
     GPU_REQUIRE(hipGraphLaunch(ge, rs.stream[0]));
     GPU_REQUIRE(hipStreamSynchronize(rs.stream[0]));
     for (int r = 0; r < 4; ++r) {  // the unfused way on the same data

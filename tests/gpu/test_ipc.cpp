@@ -50,6 +50,7 @@ static int run(rcclx_comm* c, hipStream_t s, size_t n, rcclx_algo algo, int iter
   T* d = nullptr;
   if (hipMalloc((void**)&d, n * sizeof(T)) != hipSuccess) return 1;
   if (hipMemcpy(d, h.data(), n * sizeof(T), hipMemcpyHostToDevice) != hipSuccess) return 1;
+  if (hipDeviceSynchronize() != hipSuccess) return 1; /* s does not wait for the null stream */
   if (rcclx_allreduce(c, d, d, n, rcclx_dtype_of<T>::value, RCCLX_SUM, algo, s) != RCCLX_SUCCESS) return 1;
   if (hipStreamSynchronize(s) != hipSuccess || rcclx_comm_check(c, nullptr) != RCCLX_SUCCESS) return 1;
   if (hipMemcpy(out.data(), d, n * sizeof(T), hipMemcpyDeviceToHost) != hipSuccess) return 1;

@@ -56,6 +56,7 @@ struct rank_bufs {
       GPU_REQUIRE(hipMemcpy(send[r], in[r].data(), ni * sizeof(T), hipMemcpyHostToDevice));
       GPU_REQUIRE(hipMemset(recv[r], 0xFF, no * sizeof(T) + 64));  // poison (NaN)
     }
+    GPU_REQUIRE(rs.settle());  // the rank streams do not wait for the null stream
   }
 };
 
@@ -159,6 +160,7 @@ TEST_CASE("lowp: interleaved with DDA calls, 200 back-to-back calls, no reset", 
     auto in = random_inputs<rcclx_bf16>(8, in_elems(kind, 8, n), rng);
     for (int r = 0; r < 8; ++r)
       GPU_REQUIRE(hipMemcpy(b.send[r], in[r].data(), in[r].size() * 2, hipMemcpyHostToDevice));
+    GPU_REQUIRE(rs.settle());
     for (int r = 0; r < 8; ++r) {
       REQUIRE(rcclx_lowp_collective(&rs.comm[r], kind, b.send[r], b.recv[r], n, RCCLX_BFLOAT16, rcclx_wire_default(),
                                     rs.stream[r]) == RCCLX_SUCCESS);

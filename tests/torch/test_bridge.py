@@ -236,6 +236,7 @@ raises(ValueError, lambda: comm.all_reduce(x, out=torch.empty(63, device=DEV)), 
 raises(ValueError, lambda: comm.all_reduce(x, algorithm="ring"), "unknown algorithm")
 raises(ValueError, lambda: comm.input_tensor(REGION // 2 + 1, torch.bfloat16), "larger than the registered buffer")
 raises(ValueError, lambda: comm.all_reduce(comm.input_tensor(64, torch.float32)), "in place on the registered buffer")
+raises(ValueError, lambda: comm.all_reduce(x[:64], out=comm.input_tensor(64, x.dtype)), "out= in the registered buffer")
 raises(rt.RcclxError, lambda: comm.all_reduce(x, rt.ReduceOp.MAX, low_precision=True), "FP8 max")
 raises(ValueError, lambda: comm.reduce_scatter(torch.empty(7, device=DEV), x), "reduce_scatter sizes")
 # ---- Against NCCL, where every rank has a GPU of its own.

@@ -31,6 +31,14 @@ RCCLX_DEVICE uint32_t rcclx_ld_relaxed_sys_u32(const uint32_t* p) {
 RCCLX_DEVICE void rcclx_fence_acq_rel_sys(void) {
   __builtin_amdgcn_fence(__ATOMIC_ACQ_REL, "");
 }
+/* Agent scope: enough when every rank runs on this one GPU (all its XCDs;
+ * gfx942 release is `buffer_wbl2 sc1`, acquire `buffer_inv sc1`). */
+RCCLX_DEVICE void rcclx_st_release_dev_u32(uint32_t* p, uint32_t v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
+RCCLX_DEVICE uint32_t rcclx_ld_acquire_dev_u32(const uint32_t* p) {
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
 
 RCCLX_DEVICE rcclx_vec16 rcclx_amd_from_v4u(rcclx_amd_v4u x) {
   rcclx_vec16 r;

@@ -26,6 +26,15 @@ RCCLX_DEVICE uint32_t rcclx_ld_relaxed_sys_u32(const uint32_t* p) {
 RCCLX_DEVICE void rcclx_fence_acq_rel_sys(void) {
   asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
+/* `.gpu` scope: enough when every rank runs on this one GPU. */
+RCCLX_DEVICE void rcclx_st_release_dev_u32(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+RCCLX_DEVICE uint32_t rcclx_ld_acquire_dev_u32(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 
 RCCLX_DEVICE rcclx_vec16 rcclx_ld16(const void* p) {
   rcclx_vec16 r;

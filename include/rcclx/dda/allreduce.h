@@ -8,11 +8,19 @@
  * host state changes between calls, nothing needs a reset.
  *   - send == recv is in place; otherwise they must not overlap.
  *   - send == rcclx_comm_input(comm): zero-copy, the message must fit in the
- *     region (the path a fused GEMM epilogue uses); any other send is copied
- *     in by the kernel itself, in chunks of the region size for any count.
+ *     region (the path a fused GEMM epilogue uses).
+ *   - Any other send, on a view with RCCLX_VIEW_DIRECT (one process; by
+ *     default when every rank is on one GPU) and at least
+ *     comm->direct_min_bytes, with AUTO or TREE: the two-shot reads send
+ *     and the reduced shards in recv where the user keeps them
+ *     (rcclx_dda_resolve); no copy, any count.  Different ranks' send and
+ *     recv buffers must then not overlap.
+ *   - Otherwise send is copied in by the kernel itself, in chunks of the
+ *     region size for any count.
  *   - count == 0 returns RCCLX_SUCCESS and launches nothing.
  *   - algo AUTO picks Lamport (rcclx/dda/lamport.h) up to
- *     comm->lamport_max_bytes, flat up to comm->flat_max_bytes, tree above;
+ *     comm->lamport_max_bytes, flat up to comm->flat_max_bytes, tree above
+ *     (and from comm->direct_min_bytes on a direct view);
  *     their results are bitwise identical, so the choice never changes
  *     numbers.  An explicit LAMPORT runs larger messages in chunks of
  *     RCCLX_LAMPORT_MAX_BYTES.
@@ -34,29 +42,29 @@
 
 template <typename T, int OP, int NMAX>
 RCCLX_HOST void rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, const void* send, void* recv, size_t n,
-                                  uint32_t sig, int zero_copy, hipStream_t s) {
+                                  uint32_t sig, int src, hipStream_t s) {
   if (algo == RCCLX_ALGO_LAMPORT)
     rcclx_dda_lamport_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig);
   else if (algo == RCCLX_ALGO_FLAT)
-    rcclx_dda_flat_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig, zero_copy);
+    rcclx_dda_flat_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig, src);
   else
-    rcclx_dda_tree_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig, zero_copy);
+    rcclx_dda_tree_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig, src);
 }
 template <typename T, int OP>
 RCCLX_HOST void rcclx_dda_launch_n_(const rcclx_dev_comm& v, rcclx_algo a, const void* sd, void* rv, size_t n,
-                                    uint32_t sig, int zc, hipStream_t s) {
+                                    uint32_t sig, int src, hipStream_t s) {
   /* Two bounds: an NMAX = 2 instance is not built (its bf16 tree kernel
    * spilled under the 64-register co-residency budget); 2 ranks run the
    * NMAX = 4 kernels, which skip the absent ranks' loads. */
-  if (v.nranks <= 4) rcclx_dda_launch_<T, OP, 4>(v, a, sd, rv, n, sig, zc, s);
-  else rcclx_dda_launch_<T, OP, 8>(v, a, sd, rv, n, sig, zc, s);
+  if (v.nranks <= 4) rcclx_dda_launch_<T, OP, 4>(v, a, sd, rv, n, sig, src, s);
+  else rcclx_dda_launch_<T, OP, 8>(v, a, sd, rv, n, sig, src, s);
 }
 template <typename T>
 RCCLX_HOST void rcclx_dda_launch_op_(const rcclx_dev_comm& v, rcclx_op op, rcclx_algo a, const void* sd, void* rv,
-                                     size_t n, uint32_t sig, int zc, hipStream_t s) {
-  if (op == RCCLX_SUM) rcclx_dda_launch_n_<T, RCCLX_SUM>(v, a, sd, rv, n, sig, zc, s);
-  else if (op == RCCLX_MAX) rcclx_dda_launch_n_<T, RCCLX_MAX>(v, a, sd, rv, n, sig, zc, s);
-  else rcclx_dda_launch_n_<T, RCCLX_MIN>(v, a, sd, rv, n, sig, zc, s);
+                                     size_t n, uint32_t sig, int src, hipStream_t s) {
+  if (op == RCCLX_SUM) rcclx_dda_launch_n_<T, RCCLX_SUM>(v, a, sd, rv, n, sig, src, s);
+  else if (op == RCCLX_MAX) rcclx_dda_launch_n_<T, RCCLX_MAX>(v, a, sd, rv, n, sig, src, s);
+  else rcclx_dda_launch_n_<T, RCCLX_MIN>(v, a, sd, rv, n, sig, src, s);
 }
 
 RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void* recv, size_t count, rcclx_dtype dtype,
@@ -71,22 +79,22 @@ RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void
                                 algo == RCCLX_ALGO_LOWP_FLAT ? RCCLX_ALGO_FLAT
                                 : algo == RCCLX_ALGO_LOWP_TREE ? RCCLX_ALGO_TREE : RCCLX_ALGO_AUTO,
                                 rcclx_wire_from_env(), stream);
-  const rcclx_algo a = rcclx_dda_choose(algo, count * es, comm->lamport_max_bytes, comm->flat_max_bytes);
-  /* Lamport pushes from wherever the input is: never "zero-copy". */
-  const int zero_copy = a != RCCLX_ALGO_LAMPORT && send == rcclx_comm_input(comm);
-  const size_t chunk = a == RCCLX_ALGO_LAMPORT ? RCCLX_LAMPORT_MAX_BYTES / es
-                       : zero_copy ? count : rcclx_allreduce_chunk_elems(comm->view.region_bytes, dtype);
+  int src = RCCLX_SRC_STAGED;
+  const rcclx_algo a = rcclx_dda_resolve(comm, send, count * es, algo, &src);
+  const size_t chunk = a == RCCLX_ALGO_LAMPORT            ? RCCLX_LAMPORT_MAX_BYTES / es
+                       : src == RCCLX_SRC_STAGED ? rcclx_allreduce_chunk_elems(comm->view.region_bytes, dtype)
+                                                          : rcclx_dda_max_launch_elems(dtype);
   int prev = 0;
   RCCLX_TRY(rcclx_set_device_(comm->device, &prev));
   rcclx_status st = RCCLX_SUCCESS;
   for (size_t done = 0; done < count && st == RCCLX_SUCCESS; done += chunk) {
     const size_t n = count - done < chunk ? count - done : chunk;
-    const uint32_t sig = rcclx_call_signature(n, dtype, op, a, zero_copy);
+    const uint32_t sig = rcclx_call_signature(n, dtype, op, a, a == RCCLX_ALGO_LAMPORT ? 0 : src);
     const char* sd = (const char*)send + done * es;
     char* rv = (char*)recv + done * es;
-    if (dtype == RCCLX_FLOAT32) rcclx_dda_launch_op_<float>(comm->view, op, a, sd, rv, n, sig, zero_copy, stream);
-    else if (dtype == RCCLX_FLOAT16) rcclx_dda_launch_op_<rcclx_f16>(comm->view, op, a, sd, rv, n, sig, zero_copy, stream);
-    else rcclx_dda_launch_op_<rcclx_bf16>(comm->view, op, a, sd, rv, n, sig, zero_copy, stream);
+    if (dtype == RCCLX_FLOAT32) rcclx_dda_launch_op_<float>(comm->view, op, a, sd, rv, n, sig, src, stream);
+    else if (dtype == RCCLX_FLOAT16) rcclx_dda_launch_op_<rcclx_f16>(comm->view, op, a, sd, rv, n, sig, src, stream);
+    else rcclx_dda_launch_op_<rcclx_bf16>(comm->view, op, a, sd, rv, n, sig, src, stream);
     if (hipGetLastError() != hipSuccess) st = RCCLX_ERR_RUNTIME;
   }
   if (prev != comm->device) (void)hipSetDevice(prev);

@@ -11,8 +11,8 @@
 #if defined(RCCLX_GPU_LANG)
 
 /* Largest block of the DDA kernels (flat, tree, Lamport): their launch
- * bounds, so every one fits the co-residency register budget. */
-#define RCCLX_DDA_MAX_THREADS 1024
+ * bounds (rcclx/comm.h). */
+#define RCCLX_DDA_MAX_THREADS RCCLX_MAX_THREADS
 
 /* Vector v (elements v*V .. v*V+V-1, V = 16/sizeof(T)) of a user array of n
  * elements; lanes past n read as 0 and are never written. p 16-byte aligned. */
@@ -41,28 +41,72 @@ RCCLX_UNROLL
     if (v * V + i < n) p[v * V + i] = e[i];
 }
 
-/* Reduce vector v from every rank's buffer at byte offset src_off.  NMAX >=
- * nranks is a compile-time bound: all loads are in flight before the first
- * add.  The caller guarantees the peers' data is visible (a barrier or a
- * tile wait).  Returns the packed result (rounded once to T). */
+/* x[0..nranks) reduced in fp32 in rank order 0..nranks-1, rounded once to
+ * T: the one summation order every DDA path shares. */
 template <typename T, int OP, int NMAX>
-RCCLX_DEVICE rcclx_vec16 rcclx_dda_reduce_vector(const rcclx_dev_comm& c, size_t src_off, size_t v) {
+RCCLX_DEVICE rcclx_vec16 rcclx_dda_accumulate(const rcclx_vec16* x, int nranks) {
   const int V = RCCLX_PACK_ELEMS(T);
-  rcclx_vec16 x[NMAX];
-  RCCLX_UNROLL
-  for (int r = 0; r < NMAX; ++r)
-    if (r < c.nranks) x[r] = rcclx_ld16((const char*)c.bufs[r] + src_off + v * 16);
   float acc[RCCLX_PACK_ELEMS(T)], y[RCCLX_PACK_ELEMS(T)];
   rcclx_unpack16<T>(x[0], acc);
   RCCLX_UNROLL
   for (int r = 1; r < NMAX; ++r) {
-    if (r < c.nranks) {
+    if (r < nranks) {
       rcclx_unpack16<T>(x[r], y);
       RCCLX_UNROLL
       for (int i = 0; i < V; ++i) acc[i] = rcclx_reduce_f32<OP>(acc[i], y[i]);
     }
   }
   return rcclx_pack16<T>(acc);
+}
+
+/* Reduce vector v from every rank's buffer at byte offset src_off.  NMAX >=
+ * nranks is a compile-time bound: all loads are in flight before the first
+ * add.  The caller guarantees the peers' data is visible (a barrier or a
+ * tile wait).  Returns the packed result (rounded once to T). */
+template <typename T, int OP, int NMAX>
+RCCLX_DEVICE rcclx_vec16 rcclx_dda_reduce_vector(const rcclx_dev_comm& c, size_t src_off, size_t v) {
+  rcclx_vec16 x[NMAX];
+  RCCLX_UNROLL
+  for (int r = 0; r < NMAX; ++r)
+    if (r < c.nranks) x[r] = rcclx_ld16((const char*)c.bufs[r] + src_off + v * 16);
+  return rcclx_dda_accumulate<T, OP, NMAX>(x, c.nranks);
+}
+
+/* The same from call cards: cards[r].send is rank r's copy of the message
+ * (16-byte aligned; the table may live in shared memory), holding at least
+ * n elements; lanes at or past n read as 0 and no byte past them is read,
+ * so it may be a user's buffer of exactly n elements. */
+template <typename T, int OP, int NMAX>
+RCCLX_DEVICE rcclx_vec16 rcclx_dda_reduce_sources(const rcclx_call_card* cards, int nranks, size_t v, size_t n) {
+  rcclx_vec16 x[NMAX];
+  if ((v + 1) * RCCLX_PACK_ELEMS(T) <= n) {
+    RCCLX_UNROLL
+    for (int r = 0; r < NMAX; ++r)
+      if (r < nranks) x[r] = rcclx_ld16((const char*)cards[r].send + v * 16);
+    return rcclx_dda_accumulate<T, OP, NMAX>(x, nranks);
+  }
+  /* The message's last, partial vector: element by element, same order. */
+  const int V = RCCLX_PACK_ELEMS(T);
+  float acc[RCCLX_PACK_ELEMS(T)];
+  RCCLX_UNROLL
+  for (int i = 0; i < V; ++i) {
+    const size_t e = v * V + (size_t)i;
+    acc[i] = e < n ? rcclx_to_f32(((const T*)cards[0].send)[e]) : 0.0f;
+    for (int r = 1; r < nranks; ++r)
+      if (e < n) acc[i] = rcclx_reduce_f32<OP>(acc[i], rcclx_to_f32(((const T*)cards[r].send)[e]));
+  }
+  return rcclx_pack16<T>(acc);
+}
+
+/* Cards for a message at byte offset off of every rank's buffer (what a
+ * fused kernel that staged its output there passes to the card-based
+ * pieces); thread t < nranks fills cards[t], the caller then syncs. */
+RCCLX_DEVICE void rcclx_dda_cards_at(const rcclx_dev_comm& c, size_t off, rcclx_call_card* cards) {
+  if ((int)threadIdx.x < c.nranks) {
+    char* p = (char*)c.bufs[threadIdx.x] + off;
+    cards[threadIdx.x].send = p;
+    cards[threadIdx.x].recv = p;
+  }
 }
 
 /* Block granularity, for fused kernels: this block's threads reduce vectors

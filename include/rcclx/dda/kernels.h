@@ -1,99 +1,143 @@
 /* rcclx/dda/kernels.h - the ready DDA AllReduce kernels.
  *
  * Both run the communicator's fixed grid (c.nblocks x c.nthreads) and the
- * fixed vector->thread mapping of rcclx/comm.h; both take the message either
- * from `send` (copied into the copy-in half chosen by the block slot's call
- * count) or, zero_copy != 0, from the registered input region.
+ * fixed vector->thread mapping of rcclx/comm.h.  Where the peers find a
+ * rank's message (`src`, an RCCLX_SRC_* value of rcclx/dda/plan.h, the same
+ * on every rank):
+ *   STAGED      the kernel copies `send` into the copy-in half chosen by
+ *               the block slot's call count (no end barrier needed: the
+ *               next call stages into the other half);
+ *   REGISTERED  `send` is the registered input region (zero-copy; a fused
+ *               producer wrote it): no copy, an end barrier;
+ *   DIRECT      two-shot only: peers read `send` and the reduced shards
+ *               in `recv` where the user keeps them (RCCLX_VIEW_DIRECT views
+ *               only; the pointers travel with the first barrier): no copy
+ *               and no buffer-size limit, an end barrier.
  */
 #pragma once
 
+#include <rcclx/dda/plan.h>
 #include <rcclx/dda/tree.h>
+
 
 #if defined(RCCLX_GPU_LANG)
 
-/* Byte offset of this call's message in every rank's buffer. */
-RCCLX_DEVICE size_t rcclx_dda_call_offset(const rcclx_dev_comm& c, uint32_t call, int zero_copy) {
-  return (zero_copy ? (size_t)RCCLX_REGION_INPUT : (size_t)(call & 1u)) * c.region_bytes;
-}
-
-template <typename T>
-RCCLX_DEVICE void rcclx_dda_copy_in(const rcclx_dev_comm& c, const T* send, size_t off, size_t n, size_t nvec) {
-  char* mine = (char*)c.bufs[c.rank] + off;
-  const size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < nvec; v += stride)
-    rcclx_st16(mine + v * 16, rcclx_load_vec_clipped(send, v, n));
-}
-
-/* What every DDA kernel starts with: this block slot's call count, the
- * message's offset in every rank's buffer and its 16-byte vector count;
- * with copy-in, the message staged into this rank's buffer. */
+/* What every DDA kernel starts with, loaded together before any data: the
+ * block slot's call count, its barrier session, the 16-byte vector count;
+ * then, with STAGED, the message copied into this rank's copy-in half. */
 typedef struct rcclx_dda_call {
   uint32_t call;
-  size_t off, nvec;
+  rcclx_barrier bar;
+  size_t nvec;
 } rcclx_dda_call;
+
+/* Byte offset of the copy-in half a STAGED call `call` of a block slot
+ * uses in every rank's buffer. */
+RCCLX_DEVICE size_t rcclx_dda_staged_offset(const rcclx_dev_comm& c, uint32_t call) {
+  return (size_t)(call & 1u) * c.region_bytes;
+}
+
+/* Copies vectors [0, nvec) of send (n elements) to dst, this thread's share
+ * under the fixed mapping, RCCLX_DDA_COPY_UNROLL loads in flight. */
 template <typename T>
-RCCLX_DEVICE rcclx_dda_call rcclx_dda_begin_call(const rcclx_dev_comm& c, const T* send, size_t n, int zero_copy) {
+RCCLX_DEVICE void rcclx_dda_copy_in(const T* send, char* dst, size_t n, size_t nvec) {
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  const int U = RCCLX_DDA_COPY_UNROLL;
+  for (size_t v0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v0 < nvec; v0 += U * stride) {
+    rcclx_vec16 x[RCCLX_DDA_COPY_UNROLL];
+    RCCLX_UNROLL
+    for (int u = 0; u < U; ++u)
+      if (v0 + u * stride < nvec) x[u] = rcclx_load_vec_clipped(send, v0 + u * stride, n);
+    RCCLX_UNROLL
+    for (int u = 0; u < U; ++u)
+      if (v0 + u * stride < nvec) rcclx_st16(dst + (v0 + u * stride) * 16, x[u]);
+  }
+}
+
+/* Opens the call.  cards[r] (shared memory) gets where rank r's message is
+ * for STAGED and REGISTERED (its buffer: input and reduced shard at the
+ * same place); DIRECT fills it at the first barrier.  The caller's first
+ * barrier makes cards visible to the whole block. */
+template <typename T>
+RCCLX_DEVICE rcclx_dda_call rcclx_dda_begin_call(const rcclx_dev_comm& c, const T* send, size_t n, int src,
+                                                 rcclx_call_card* cards) {
   rcclx_dda_call k;
-  k.call = c.sigs[c.rank]->calls[blockIdx.x];
-  k.off = rcclx_dda_call_offset(c, k.call, zero_copy);
+  k.call = *(const volatile uint32_t*)&c.sigs[c.rank]->calls[blockIdx.x];
+  k.bar = rcclx_barrier_open(c, (int)blockIdx.x);
   k.nvec = (n + RCCLX_PACK_ELEMS(T) - 1) / RCCLX_PACK_ELEMS(T);
-  if (!zero_copy) rcclx_dda_copy_in(c, send, k.off, n, k.nvec);
+  if (src == RCCLX_SRC_DIRECT) return k;
+  const size_t off = src == RCCLX_SRC_REGISTERED ? (size_t)RCCLX_REGION_INPUT * c.region_bytes
+                                                 : rcclx_dda_staged_offset(c, k.call);
+  rcclx_dda_cards_at(c, off, cards);
+  if (src == RCCLX_SRC_STAGED) rcclx_dda_copy_in(send, (char*)c.bufs[c.rank] + off, n, k.nvec);
   return k;
 }
 
-RCCLX_DEVICE void rcclx_dda_finish_call(const rcclx_dev_comm& c, uint32_t call) {
-  /* Every thread read `call` before the barrier this follows. */
-  if (threadIdx.x == 0) c.sigs[c.rank]->calls[blockIdx.x] = call + 1u;
+/* Ends the call: the barrier session and the call count written back. */
+RCCLX_DEVICE void rcclx_dda_finish_call(const rcclx_dev_comm& c, const rcclx_dda_call* k) {
+  rcclx_barrier_close(c, &k->bar);
+  if (threadIdx.x == 0) c.sigs[c.rank]->calls[blockIdx.x] = k->call + 1u;
 }
 
-/* One-shot: [copy-in] barrier reduce-all [end barrier if zero-copy]. */
-template <typename T, int OP, int NMAX>
-RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
-    rcclx_dda_flat_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig, int zero_copy) {
-  const int slot = (int)blockIdx.x;
-  const rcclx_dda_call k = rcclx_dda_begin_call(c, send, n, zero_copy);
-  const size_t off = k.off, nvec = k.nvec;
-  const int b = rcclx_barrier_block(c, slot, sig);
-  if (b == RCCLX_BARRIER_TIMEOUT) return;
-  if (b == RCCLX_BARRIER_OK) {
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < nvec; v += stride)
-      rcclx_store_vec_clipped(recv, v, n, rcclx_dda_reduce_vector<T, OP, NMAX>(c, off, v));
-  }
-  if (zero_copy && rcclx_barrier_block(c, slot, 0) == RCCLX_BARRIER_TIMEOUT) return;
-  rcclx_dda_finish_call(c, k.call);
+/* The first barrier of a call, with the call cards in DIRECT mode.
+ * Returns 1 if the kernel must stop now: a timeout (return at once), or
+ * ranks that disagree (every rank sees the mismatch at this same barrier,
+ * so each ends the call here and the epochs stay in step). */
+RCCLX_DEVICE int rcclx_dda_first_barrier(const rcclx_dev_comm& c, rcclx_dda_call* k, uint32_t sig, int src,
+                                         const void* send, void* recv, rcclx_call_card* cards) {
+  rcclx_call_card mine;
+  mine.send = send;
+  mine.recv = recv;
+  const int b = rcclx_barrier_sync(c, &k->bar, sig, mine, src == RCCLX_SRC_DIRECT ? cards : NULL);
+  if (b == RCCLX_BARRIER_MISMATCH) rcclx_dda_finish_call(c, k);
+  return b != RCCLX_BARRIER_OK;
 }
 
-/* Two-shot: [copy-in] barrier reduce-own-shard barrier gather-all
- * [end barrier if zero-copy].  The reduced shard overwrites this rank's copy
- * of it in place (in zero-copy mode: in the registered input region). */
+/* One-shot: [copy-in] barrier reduce-all [end barrier if REGISTERED].
+ * Never DIRECT: in place it would overwrite its input under its peers'
+ * reads (rcclx_dda_resolve). */
 template <typename T, int OP, int NMAX>
 RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
-    rcclx_dda_tree_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig, int zero_copy) {
-  const int slot = (int)blockIdx.x;
-  const rcclx_dda_call k = rcclx_dda_begin_call(c, send, n, zero_copy);
-  const size_t off = k.off, nvec = k.nvec;
+    rcclx_dda_flat_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig, int src) {
+  __shared__ rcclx_call_card cards[RCCLX_MAX_RANKS];
+  rcclx_dda_call k = rcclx_dda_begin_call(c, send, n, src, cards);
+  if (rcclx_dda_first_barrier(c, &k, sig, src, send, recv, cards)) return;
   const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < k.nvec; v += stride)
+    rcclx_store_vec_clipped(recv, v, n, rcclx_dda_reduce_sources<T, OP, NMAX>(cards, c.nranks, v, n));
+  if (src != RCCLX_SRC_STAGED && rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
+  rcclx_dda_finish_call(c, &k);
+}
+
+/* Two-shot: [copy-in] barrier reduce-own-shard barrier gather-all [end
+ * barrier unless STAGED].  Rank r's reduced shard goes to cards[r].recv
+ * (STAGED / REGISTERED: over its own copy in its buffer; DIRECT: straight
+ * into its recv, which peers then read). */
+template <typename T, int OP, int NMAX>
+RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
+    rcclx_dda_tree_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig, int src) {
+  __shared__ rcclx_call_card cards[RCCLX_MAX_RANKS];
+  rcclx_dda_call k = rcclx_dda_begin_call(c, send, n, src, cards);
+  if (rcclx_dda_first_barrier(c, &k, sig, src, send, recv, cards)) return;
+  const size_t nvec = k.nvec, stride = (size_t)gridDim.x * blockDim.x;
   const size_t v0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  int b = rcclx_barrier_block(c, slot, sig);
-  if (b == RCCLX_BARRIER_TIMEOUT) return;
-  const int ok = b == RCCLX_BARRIER_OK;
-  if (ok) {
+  const size_t vps = rcclx_tree_shard_vectors(nvec, c.nranks);
+  {
     /* My shard, visited with the same vector->thread mapping as every phase. */
-    const size_t vps = rcclx_tree_shard_vectors(nvec, c.nranks);
     const size_t begin = vps * (size_t)c.rank;
     const size_t end = begin + vps < nvec ? begin + vps : nvec;
     /* 32-bit modulo (a 64-bit one costs registers the co-resident grid
-     * does not have): vector counts are < 2^32 (region < 2^36 bytes). */
+     * does not have): vector counts are < 2^32 (see rcclx_dda_max_launch). */
     const uint32_t st = (uint32_t)stride;
     for (size_t v = begin + ((uint32_t)v0 + st - (uint32_t)begin % st) % st; v < end; v += stride)
-      rcclx_dda_tree_reduce_vector<T, OP, NMAX>(c, off, off, v);
+      rcclx_dda_tree_reduce_vector<T, OP, NMAX>(c, cards, v, n);
   }
-  if (rcclx_barrier_block(c, slot, 0) == RCCLX_BARRIER_TIMEOUT) return;
-  if (ok)
-    for (size_t v = v0; v < nvec; v += stride) rcclx_dda_tree_gather_vector<T>(c, off, v, nvec, n, recv);
-  if (zero_copy && rcclx_barrier_block(c, slot, 0) == RCCLX_BARRIER_TIMEOUT) return;
-  rcclx_dda_finish_call(c, k.call);
+  if (rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
+  /* DIRECT: my own shard is already in recv. */
+  const int skip = src == RCCLX_SRC_DIRECT ? c.rank : -1;
+  rcclx_dda_tree_gather<T>(cards, skip, v0, stride, vps, nvec, n, recv);
+  if (src != RCCLX_SRC_STAGED && rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
+  rcclx_dda_finish_call(c, &k);
 }
 
 #endif /* RCCLX_GPU_LANG */

@@ -41,6 +41,26 @@ RCCLX_HOST size_t rcclx_default_lamport_max_bytes(int nranks) {
   return v < RCCLX_LAMPORT_MAX_BYTES ? v : RCCLX_LAMPORT_MAX_BYTES;
 }
 
+/* Default size (bytes of one rank's message) from which a view with
+ * RCCLX_VIEW_DIRECT runs AUTO as the two-shot reading the user's buffers
+ * (rcclx_dda_resolve); RCCLX_DIRECT_MIN_BYTES overrides.  Below it the
+ * staged one-shot (one barrier, no end barrier) is faster; above it the
+ * staging copy is what large messages pay for.  From bench/RESULTS.md
+ * (run 9, one H200, virtual ranks): direct won from 1 MiB with 8 ranks,
+ * from 4 MiB with 4 ranks (lost at 1 MiB) and broke even at 4 MiB with 2;
+ * 2 MiB is in the run-10 sweep. */
+RCCLX_HOST size_t rcclx_default_direct_min_bytes(int nranks) {
+  const size_t d = nranks >= 8 ? ((size_t)1 << 20) : nranks >= 4 ? ((size_t)2 << 20) : ((size_t)4 << 20);
+  return rcclx_env_size("RCCLX_DIRECT_MIN_BYTES", d);
+}
+
+/* Most elements of one launch: vector counts stay below 2^32, which the
+ * kernels' 32-bit index arithmetic relies on (staged and registered calls
+ * are bounded by the region, < 2^36 bytes, already). */
+RCCLX_HOST size_t rcclx_dda_max_launch_elems(rcclx_dtype dtype) {
+  return ((size_t)1 << 35) / rcclx_dtype_size(dtype);
+}
+
 /* AUTO resolved by size: flat and tree give bitwise-identical results, so
  * this choice never changes a model's numbers. */
 RCCLX_HOST rcclx_algo rcclx_allreduce_choose(rcclx_algo algo, size_t bytes, size_t flat_max_bytes) {
@@ -54,9 +74,38 @@ RCCLX_HOST rcclx_algo rcclx_dda_choose(rcclx_algo algo, size_t bytes, size_t lam
   return rcclx_allreduce_choose(algo, bytes, flat_max_bytes);
 }
 
+/* Where the peers read a call's message (`src` of the kernels in
+ * rcclx/dda/kernels.h). */
+#define RCCLX_SRC_STAGED 0     /* copied into the copy-in half by the kernel */
+#define RCCLX_SRC_REGISTERED 1 /* already in the registered input region */
+#define RCCLX_SRC_DIRECT 2     /* read from the user's buffers (tree only) */
+
+/* A full-precision call's algorithm (AUTO resolved) and source, from the
+ * communicator's thresholds: send at the registered input region is
+ * REGISTERED; on a view with RCCLX_VIEW_DIRECT, AUTO from
+ * c->direct_min_bytes up is the tree reading the user's buffers (DIRECT),
+ * as is an explicit TREE that large; everything else is STAGED.  Only the
+ * two-shot reads directly: its ranks write nothing a peer still reads, even
+ * in place, while a one-shot in place would overwrite its input under its
+ * peers' reads.  So a rank's choice never depends on whether it runs in
+ * place, and ranks passing the same count, dtype and algo agree. */
+RCCLX_HOST rcclx_algo rcclx_dda_resolve(const rcclx_comm* c, const void* send, size_t bytes, rcclx_algo algo,
+                                        int* src) {
+  const int zero_copy = send == rcclx_comm_input(c);
+  const size_t direct_min = !zero_copy && (c->view.flags & RCCLX_VIEW_DIRECT) ? c->direct_min_bytes : SIZE_MAX;
+  rcclx_algo a = algo;
+  if (a == RCCLX_ALGO_AUTO && bytes > c->lamport_max_bytes && bytes >= direct_min) a = RCCLX_ALGO_TREE;
+  a = rcclx_dda_choose(a, bytes, c->lamport_max_bytes, c->flat_max_bytes);
+  *src = a == RCCLX_ALGO_LAMPORT ? RCCLX_SRC_STAGED /* pushes from wherever send is */
+         : zero_copy             ? RCCLX_SRC_REGISTERED
+         : a == RCCLX_ALGO_TREE && bytes >= direct_min ? RCCLX_SRC_DIRECT
+                                                       : RCCLX_SRC_STAGED;
+  return a;
+}
+
 /* Non-zero fingerprint of a call, compared across ranks in-kernel. */
-RCCLX_HOST uint32_t rcclx_call_signature(size_t count, rcclx_dtype dtype, rcclx_op op, rcclx_algo algo, int zero_copy) {
-  const uint64_t parts[5] = {(uint64_t)count, (uint64_t)dtype, (uint64_t)op, (uint64_t)algo, (uint64_t)zero_copy};
+RCCLX_HOST uint32_t rcclx_call_signature(size_t count, rcclx_dtype dtype, rcclx_op op, rcclx_algo algo, int source) {
+  const uint64_t parts[5] = {(uint64_t)count, (uint64_t)dtype, (uint64_t)op, (uint64_t)algo, (uint64_t)source};
   return rcclx_fingerprint(parts, 5);
 }
 

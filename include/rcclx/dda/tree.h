@@ -15,24 +15,47 @@ RCCLX_HOST_DEVICE size_t rcclx_tree_shard_vectors(size_t nvec, int nranks) {
   return (nvec + (size_t)nranks - 1) / (size_t)nranks;
 }
 
+/* 16-byte vectors each thread keeps in flight in the DDA copy loops
+ * (copy-in, all-gather): loads first, then stores. */
+#ifndef RCCLX_DDA_COPY_UNROLL
+#  define RCCLX_DDA_COPY_UNROLL 4
+#endif
+
 #if defined(RCCLX_GPU_LANG)
 
-/* Reduce-scatter piece: reduce owned vector v from every rank at src_off
- * and store it into this rank's own buffer at dst_off (dst_off == src_off
- * is allowed: peers never read this rank's copy of its own shard). */
+/* Reduce-scatter piece: reduce vector v of this rank's shard from every
+ * rank's cards[r].send and store it, clipped to n elements, at
+ * cards[c.rank].recv (which may equal cards[c.rank].send: peers never read
+ * this rank's copy of its own shard). */
 template <typename T, int OP, int NMAX>
-RCCLX_DEVICE void rcclx_dda_tree_reduce_vector(const rcclx_dev_comm& c, size_t src_off, size_t dst_off, size_t v) {
-  const rcclx_vec16 r = rcclx_dda_reduce_vector<T, OP, NMAX>(c, src_off, v);
-  rcclx_st16((char*)c.bufs[c.rank] + dst_off + v * 16, r);
+RCCLX_DEVICE void rcclx_dda_tree_reduce_vector(const rcclx_dev_comm& c, const rcclx_call_card* cards, size_t v,
+                                               size_t n) {
+  rcclx_store_vec_clipped((T*)cards[c.rank].recv, v, n, rcclx_dda_reduce_sources<T, OP, NMAX>(cards, c.nranks, v, n));
 }
 
-/* All-gather piece: vector v of the result, from its owner's buffer at off. */
+/* All-gather piece: this thread's vectors v0, v0 + stride, ... < nvec of
+ * the result, each from its owner's cards[owner].recv (shards of vps
+ * vectors), stored clipped to n elements into out;
+ * RCCLX_DDA_COPY_UNROLL loads in flight.  Vectors owned by rank `skip`
+ * (-1: none) are left alone (DIRECT: this rank's shard is already in out). */
 template <typename T>
-RCCLX_DEVICE void rcclx_dda_tree_gather_vector(const rcclx_dev_comm& c, size_t off, size_t v, size_t nvec,
-                                               size_t n, T* out) {
-  /* 32-bit division: vector counts are < 2^32 (region < 2^36 bytes). */
-  const int owner = (int)((uint32_t)v / (uint32_t)rcclx_tree_shard_vectors(nvec, c.nranks));
-  rcclx_store_vec_clipped(out, v, n, rcclx_ld16((const char*)c.bufs[owner] + off + v * 16));
+RCCLX_DEVICE void rcclx_dda_tree_gather(const rcclx_call_card* cards, int skip, size_t v0, size_t stride,
+                                        size_t vps, size_t nvec, size_t n, T* out) {
+  const int U = RCCLX_DDA_COPY_UNROLL;
+  for (; v0 < nvec; v0 += U * stride) {
+    rcclx_vec16 x[RCCLX_DDA_COPY_UNROLL];
+    int owner[RCCLX_DDA_COPY_UNROLL];
+    RCCLX_UNROLL
+    for (int u = 0; u < U; ++u) {
+      const size_t v = v0 + u * stride;
+      /* 32-bit division: vector counts are < 2^32 (rcclx_dda_max_launch). */
+      owner[u] = v < nvec ? (int)((uint32_t)v / (uint32_t)vps) : skip;
+      if (owner[u] != skip) x[u] = rcclx_load_vec_clipped((const T*)cards[owner[u]].recv, v, n);
+    }
+    RCCLX_UNROLL
+    for (int u = 0; u < U; ++u)
+      if (owner[u] != skip) rcclx_store_vec_clipped(out, v0 + u * stride, n, x[u]);
+  }
 }
 
 #endif /* RCCLX_GPU_LANG */

@@ -174,8 +174,11 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   /* Group and tile indices fit in 32 bits: a call's groups all lie in one
    * region (< 2^36 bytes, rcclx_config_resolve) of >= 32-element groups. */
   const int slot = (int)blockIdx.x, R = c.nranks, me = c.rank;
-  const uint32_t call = c.sigs[me]->calls[slot];
-  const size_t half = rcclx_dda_call_offset(c, call, 0); /* the copy-in half, as DDA */
+  rcclx_dda_call k; /* call count and barrier session, as DDA */
+  k.call = *(const volatile uint32_t*)&c.sigs[me]->calls[slot];
+  k.bar = rcclx_barrier_open(c, slot);
+  k.nvec = 0;
+  const size_t half = rcclx_dda_staged_offset(c, k.call); /* the copy-in half, as DDA */
   const uint32_t B = (uint32_t)w.block_size, lanes = B / 8u;
   const uint32_t gpb = blockDim.x / lanes, lg = threadIdx.x / lanes, nb = gridDim.x;
   const int lane = (int)(threadIdx.x % lanes);
@@ -194,9 +197,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     else rcclx_lowp_zero8(x);
     rcclx_lowp_put_group<T>(mine + s * seg, m, j, lane, live, x, w);
   }
-  const int bar = rcclx_barrier_block(c, slot, sig);
-  if (bar == RCCLX_BARRIER_TIMEOUT) return;
-  const int ok = bar == RCCLX_BARRIER_OK;
+  if (rcclx_dda_first_barrier(c, &k, sig, RCCLX_SRC_STAGED, NULL, NULL, NULL)) return;
 
   /* Phase 2 (and 3): the groups this rank consumes, tile by tile.  The
    * block iterates uniformly (shuffles and barriers need every lane). */
@@ -208,7 +209,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     ge = gb + gps < gs ? gb + gps : gs;
   }
   const size_t seg_off = by_segment ? (size_t)me * seg : 0u;
-  if (ok) {
+  {
     const uint32_t tb = gb / gpb;
     for (uint32_t t = tb + (blockIdx.x + nb - tb % nb) % nb; t * gpb < ge; t += nb) {
       const uint32_t g = t * gpb + lg;
@@ -235,17 +236,16 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     }
   }
   if (KIND == RCCLX_LOWP_ALLREDUCE_TREE) {
-    if (rcclx_barrier_block(c, slot, 0) == RCCLX_BARRIER_TIMEOUT) return;
-    if (ok)
-      for (uint32_t t = blockIdx.x; t * gpb < gs; t += nb) {
-        const uint32_t g = t * gpb + lg;
-        if (g < gs) {
-          rcclx_lowp_get_group<T>((const char*)c.bufs[g / gps] + half, m, g, lane, w, x);
-          rcclx_lowp_store8(recv, (size_t)g * B + (size_t)lane * 8, m, x);
-        }
+    if (rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
+    for (uint32_t t = blockIdx.x; t * gpb < gs; t += nb) {
+      const uint32_t g = t * gpb + lg;
+      if (g < gs) {
+        rcclx_lowp_get_group<T>((const char*)c.bufs[g / gps] + half, m, g, lane, w, x);
+        rcclx_lowp_store8(recv, (size_t)g * B + (size_t)lane * 8, m, x);
       }
+    }
   }
-  rcclx_dda_finish_call(c, call);
+  rcclx_dda_finish_call(c, &k);
 }
 
 /* ---- host launchers --------------------------------------------------------- */

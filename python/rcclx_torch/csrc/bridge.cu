@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define RCCLX_TORCH_ABI 1
+#define RCCLX_TORCH_ABI 2
 
 /* Kinds of rcclx_torch_collective (the Python module mirrors them). */
 enum { RCCLX_TORCH_REDUCE_SCATTER = 0, RCCLX_TORCH_ALLGATHER = 1, RCCLX_TORCH_ALLTOALL = 2 };
@@ -98,6 +98,13 @@ int rcclx_torch_info(void* h, int* rank, int* nranks, int* device, size_t* regio
 /* The registered input region (rcclx_comm_input), or NULL. */
 void* rcclx_torch_input(void* h) { return rcclx_comm_input((const rcclx_comm*)h); }
 
+/* Whether [p, p + bytes) overlaps this rank's registered buffer (every
+ * region and the Lamport area), which rcclx_allreduce rejects as an output. */
+int rcclx_torch_overlaps_registered(void* h, const void* p, size_t bytes) {
+  const rcclx_comm* c = (const rcclx_comm*)h;
+  return c && c->kind && rcclx_overlaps_registered(&c->view, p, bytes);
+}
+
 /* AllReduce.  precision ENV: rcclx_allreduce as is (RCCL_LOW_PRECISION_ENABLE
  * and the other switches of rcclx/fp8/lowp_plan.h decide); FULL: never FP8;
  * LOW: FP8 wire (format and block from the environment).  algo: rcclx_algo
@@ -115,9 +122,9 @@ int rcclx_torch_allreduce(void* h, const void* send, void* recv, size_t count, i
     return rcclx_lowp_allreduce(c, send, recv, count, (rcclx_dtype)dtype, (rcclx_algo)algo, rcclx_wire_from_env(), s);
   }
   rcclx_algo a = (rcclx_algo)algo;
+  int src = 0;
   if (precision == RCCLX_TORCH_PRECISION_FULL && a == RCCLX_ALGO_AUTO) /* pin full precision, keep the size rule */
-    a = rcclx_dda_choose(RCCLX_ALGO_AUTO, count * rcclx_dtype_size((rcclx_dtype)dtype), c->lamport_max_bytes,
-                         c->flat_max_bytes);
+    a = rcclx_dda_resolve(c, send, count * rcclx_dtype_size((rcclx_dtype)dtype), RCCLX_ALGO_AUTO, &src);
   return rcclx_allreduce(c, send, recv, count, (rcclx_dtype)dtype, (rcclx_op)op, a, s);
 }
 
