@@ -10,7 +10,8 @@
 # Every step has a time cap inside an overall deadline (RCCLX_DEADLINE_S,
 # default 230 s), so a hang costs its cap, never the session.
 # Usage: bash bench/device-run.sh [GROUP...], groups: tests sanitize
-# fusion bench_dda bench_lowp bench_fusion fp8_bench torch, or all (default).
+# fusion bench_dda bench_lowp bench_fusion fp8_bench torch, or all (default);
+# probe and bisect (diagnoses) run only when named.
 set -uo pipefail
 what=" ${*:-all} "
 want() { [[ $what == *" all "* || $what == *" $1 "* ]]; }
@@ -127,6 +128,14 @@ if want fp8_variants; then  # tuning variants of the FP8 kernels (bench/pack-dev
 fi
 want bench_lowp && { step bench_lowp 45 ./$BIN/bench_lowp "$OUT/bench_lowp.csv" || rc=1; }
 want bench_dda && { step bench_dda 150 ./$BIN/bench_dda "$OUT/bench_dda.csv" || rc=1; }
+if [[ $what == *" probe "* ]]; then  # the DDA sweep on smaller fixed grids (RCCLX_NBLOCKS), logs only
+  for nb in 1 4; do step "bench_dda_nblocks$nb" 90 env RCCLX_NBLOCKS=$nb ./$BIN/bench_dda "$LOG/bench_dda_nblocks$nb.csv" || rc=1; done
+fi
+if [[ $what == *" bisect "* ]]; then  # bench_fusion binaries of earlier commits (third_party/bis/, carried), logs only
+  for b in third_party/bis/bench_fusion_*; do
+    [[ -x $b ]] && { step "$(basename "$b")" 60 "$b" "$LOG/$(basename "$b").csv" || rc=1; }
+  done
+fi
 want tests && { step fp8_vs_torch 30 python3 tests/gpu/fp8_torch_check.py ./$BIN/librcclx_fp8_capi.so || rc=1; }
 if want sanitize; then
   # compute-sanitizer: kernels that need no co-residency (the sanitizer
@@ -157,6 +166,12 @@ fi
     [[ -f $f ]] && { echo "--- $(basename "$f" .csv): quantize / dequantize % of copy roofline"; grep -E "^rcclx" "$f"; }
   done
   python3 bench/summary.py "$OUT" 2>&1
+  for f in "$LOG"/bench_dda_nblocks*.csv; do
+    [[ -f $f ]] && { echo "--- $(basename "$f" .csv): N,algo,bytes,us (bf16, <= 64 KiB and 32 MiB)"; awk -F, '$2=="bf16" && ($4<=65536 || $4==33554432) {print $1","$3","$4","$5}' "$f"; }
+  done
+  for f in "$LOG"/bench_fusion_*.csv; do
+    [[ -f $f ]] && { echo "--- $(basename "$f" .csv): fused ways, us"; grep -E "fused|unfused" "$f" | head -40; }
+  done
   echo "total $(( $(date +%s) - T0 ))s, exit $rc"
 } > "$OUT/summary.txt" 2>&1
 tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$LOG"
