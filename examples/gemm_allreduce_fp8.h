@@ -19,13 +19,16 @@
 // Lanes that hold one tile row: 8 values each.
 #define GEMM_ROW_LANES (GEMM_BN / 8)
 
-// FMT: the wire's FP8 format as a constant (a run-time format costs CDNA
-// scratch in the encoder).
+// FMT: the wire's FP8 format as a constant for the encoder (a run-time
+// format there cost CDNA 48 bytes of scratch); the decoder keeps the
+// run-time one (a constant there made this kernel 1.5x slower on the H200:
+// bench/RESULTS.md, runs 11-12).
 template <int FMT>
 __global__ void __launch_bounds__(GEMM_THREADS)
     gemm_allreduce_fused_fp8_kernel(rcclx_dev_comm c, const rcclx_bf16* X, const rcclx_bf16* W, rcclx_bf16* out,
                                     int M, int N, int K, rcclx_wire w) {
-  w.format = FMT;
+  rcclx_wire w_enc = w;
+  w_enc.format = FMT;
   __shared__ float Ys[GEMM_BM][GEMM_BN + 4];  // the tile, rounded to bf16; +4: fewer bank conflicts
   const int tiles_n = N / GEMM_BN, tiles = ((M + GEMM_BM - 1) / GEMM_BM) * tiles_n;
   const size_t m = (size_t)M * N, in_off = (size_t)RCCLX_REGION_INPUT * c.region_bytes;
@@ -50,7 +53,7 @@ __global__ void __launch_bounds__(GEMM_THREADS)
 #pragma unroll
       for (int i = 0; i < 8; ++i) x[i] = Ys[row][lane8 * 8 + i];
       const size_t j = ((size_t)grow * N + (size_t)tn * GEMM_BN + (size_t)lane8 * 8) / (size_t)w.block_size;
-      rcclx_lowp_put_group<rcclx_bf16>(seg, m, j, gl, grow < M, x, w);
+      rcclx_lowp_put_group<rcclx_bf16>(seg, m, j, gl, grow < M, x, w_enc);
     }
     rcclx_tile_publish(c, t, e);
     if (rcclx_tile_wait(c, t, e)) return;  // watchdog fired
