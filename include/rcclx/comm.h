@@ -229,12 +229,6 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
   return RCCLX_SUCCESS;
 }
 
-/* What every rank must agree on; compared at creation. */
-RCCLX_HOST int rcclx_view_shape_equal(const rcclx_dev_comm* a, const rcclx_dev_comm* b) {
-  return a->nranks == b->nranks && a->nblocks == b->nblocks && a->nthreads == b->nthreads &&
-         a->region_bytes == b->region_bytes && a->flags == b->flags;
-}
-
 /* Whether [p, p + bytes) overlaps this rank's registered buffer (its
  * copy-in halves, input region and Lamport area), which peers read or write
  * during a call. */

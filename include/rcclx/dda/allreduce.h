@@ -53,9 +53,10 @@ RCCLX_HOST void rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, cons
 template <typename T, int OP>
 RCCLX_HOST void rcclx_dda_launch_n_(const rcclx_dev_comm& v, rcclx_algo a, const void* sd, void* rv, size_t n,
                                     uint32_t sig, int src, hipStream_t s) {
-  /* Two bounds: an NMAX = 2 instance is not built (its bf16 tree kernel
-   * spilled under the 64-register co-residency budget); 2 ranks run the
-   * NMAX = 4 kernels, which skip the absent ranks' loads. */
+  /* Two bounds: an NMAX = 2 instance is not built (fewer instances to
+   * compile and load; when it was, its bf16 tree kernel spilled under the
+   * 64 registers of 1024-thread launch bounds); 2 ranks run the NMAX = 4
+   * kernels, which skip the absent ranks' loads. */
   if (v.nranks <= 4) rcclx_dda_launch_<T, OP, 4>(v, a, sd, rv, n, sig, src, s);
   else rcclx_dda_launch_<T, OP, 8>(v, a, sd, rv, n, sig, src, s);
 }
@@ -89,7 +90,7 @@ RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void
   rcclx_status st = RCCLX_SUCCESS;
   for (size_t done = 0; done < count && st == RCCLX_SUCCESS; done += chunk) {
     const size_t n = count - done < chunk ? count - done : chunk;
-    const uint32_t sig = rcclx_call_signature(n, dtype, op, a, a == RCCLX_ALGO_LAMPORT ? 0 : src);
+    const uint32_t sig = rcclx_call_signature(n, dtype, op, a, src);
     const char* sd = (const char*)send + done * es;
     char* rv = (char*)recv + done * es;
     if (dtype == RCCLX_FLOAT32) rcclx_dda_launch_op_<float>(comm->view, op, a, sd, rv, n, sig, src, stream);

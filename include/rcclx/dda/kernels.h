@@ -19,7 +19,6 @@
 #include <rcclx/dda/plan.h>
 #include <rcclx/dda/tree.h>
 
-
 #if defined(RCCLX_GPU_LANG)
 
 /* What every DDA kernel starts with, loaded together before any data: the
@@ -54,6 +53,16 @@ RCCLX_DEVICE void rcclx_dda_copy_in(const T* send, char* dst, size_t n, size_t n
   }
 }
 
+/* The block slot's call count and barrier session, read before any data
+ * (nvec left 0): what every collective kernel of the fixed grid opens. */
+RCCLX_DEVICE rcclx_dda_call rcclx_dda_open_call(const rcclx_dev_comm& c) {
+  rcclx_dda_call k;
+  k.call = *(const volatile uint32_t*)&c.sigs[c.rank]->calls[blockIdx.x];
+  k.bar = rcclx_barrier_open(c, (int)blockIdx.x);
+  k.nvec = 0;
+  return k;
+}
+
 /* Opens the call.  cards[r] (shared memory) gets where rank r's message is
  * for STAGED and REGISTERED (its buffer: input and reduced shard at the
  * same place); DIRECT fills it at the first barrier.  The caller's first
@@ -61,9 +70,7 @@ RCCLX_DEVICE void rcclx_dda_copy_in(const T* send, char* dst, size_t n, size_t n
 template <typename T>
 RCCLX_DEVICE rcclx_dda_call rcclx_dda_begin_call(const rcclx_dev_comm& c, const T* send, size_t n, int src,
                                                  rcclx_call_card* cards) {
-  rcclx_dda_call k;
-  k.call = *(const volatile uint32_t*)&c.sigs[c.rank]->calls[blockIdx.x];
-  k.bar = rcclx_barrier_open(c, (int)blockIdx.x);
+  rcclx_dda_call k = rcclx_dda_open_call(c);
   k.nvec = (n + RCCLX_PACK_ELEMS(T) - 1) / RCCLX_PACK_ELEMS(T);
   if (src == RCCLX_SRC_DIRECT) return k;
   const size_t off = src == RCCLX_SRC_REGISTERED ? (size_t)RCCLX_REGION_INPUT * c.region_bytes
@@ -127,7 +134,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
     const size_t begin = vps * (size_t)c.rank;
     const size_t end = begin + vps < nvec ? begin + vps : nvec;
     /* 32-bit modulo (a 64-bit one costs registers the co-resident grid
-     * does not have): vector counts are < 2^32 (see rcclx_dda_max_launch). */
+     * does not have): vector counts are < 2^32 (see rcclx_dda_max_launch_elems). */
     const uint32_t st = (uint32_t)stride;
     for (size_t v = begin + ((uint32_t)v0 + st - (uint32_t)begin % st) % st; v < end; v += stride)
       rcclx_dda_tree_reduce_vector<T, OP, NMAX>(c, cards, v, n);

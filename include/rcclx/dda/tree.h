@@ -48,7 +48,7 @@ RCCLX_DEVICE void rcclx_dda_tree_gather(const rcclx_call_card* cards, int skip, 
     RCCLX_UNROLL
     for (int u = 0; u < U; ++u) {
       const size_t v = v0 + u * stride;
-      /* 32-bit division: vector counts are < 2^32 (rcclx_dda_max_launch). */
+      /* 32-bit division: vector counts are < 2^32 (rcclx_dda_max_launch_elems). */
       owner[u] = v < nvec ? (int)((uint32_t)v / (uint32_t)vps) : skip;
       if (owner[u] != skip) x[u] = rcclx_load_vec_clipped((const T*)cards[owner[u]].recv, v, n);
     }

@@ -173,11 +173,8 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   w.format = FMT;
   /* Group and tile indices fit in 32 bits: a call's groups all lie in one
    * region (< 2^36 bytes, rcclx_config_resolve) of >= 32-element groups. */
-  const int slot = (int)blockIdx.x, R = c.nranks, me = c.rank;
-  rcclx_dda_call k; /* call count and barrier session, as DDA */
-  k.call = *(const volatile uint32_t*)&c.sigs[me]->calls[slot];
-  k.bar = rcclx_barrier_open(c, slot);
-  k.nvec = 0;
+  const int R = c.nranks, me = c.rank;
+  rcclx_dda_call k = rcclx_dda_open_call(c); /* call count and barrier session, as DDA */
   const size_t half = rcclx_dda_staged_offset(c, k.call); /* the copy-in half, as DDA */
   const uint32_t B = (uint32_t)w.block_size, lanes = B / 8u;
   const uint32_t gpb = blockDim.x / lanes, lg = threadIdx.x / lanes, nb = gridDim.x;
