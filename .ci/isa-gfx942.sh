@@ -9,7 +9,7 @@ out=${1:-build-isa}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 srcs="tests/gpu/test_fp8.cpp tests/gpu/test_dda.cpp tests/gpu/test_lowp.cpp tests/gpu/test_fusion.cpp
-      tests/gpu/test_ipc.cpp tests/gpu/fp8_capi.cpp bench/bench_dda.cpp bench/bench_lowp.cpp bench/bench_fusion.cpp
+      tests/gpu/test_ipc.cpp tests/gpu/fp8_capi.cpp bench/bench_dda.cpp bench/bench_latency.cpp bench/bench_lowp.cpp bench/bench_fusion.cpp
       examples/allreduce_basic.cpp examples/gemm_allreduce.cpp examples/allreduce_rmsnorm.cpp
       python/rcclx_torch/csrc/bridge.cu"
 fail=0

@@ -10,7 +10,8 @@
 # Every step has a time cap inside an overall deadline (RCCLX_DEADLINE_S,
 # default 230 s), so a hang costs its cap, never the session.
 # Usage: bash bench/device-run.sh [GROUP...], groups: tests sanitize
-# fusion bench_dda bench_lowp bench_fusion fp8_bench torch, or all (default);
+# fusion latency bench_dda bench_lowp bench_fusion fp8_bench torch, or all
+# (default);
 # probe and bisect (diagnoses) run only when named.
 set -uo pipefail
 what=" ${*:-all} "
@@ -57,7 +58,7 @@ if [[ -z $BIN ]]; then
   step build 150 bash -c 'cmake -S . -B build-gpu -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j16' || rc=1
   mkdir -p devbin
   for f in build-gpu/tests/gpu/rcclx_gpu_tests build-gpu/tests/gpu/rcclx_ipc_test build-gpu/tests/gpu/librcclx_fp8_capi.so \
-           build-gpu/bench/bench_dda build-gpu/bench/bench_lowp build-gpu/bench/bench_fusion \
+           build-gpu/bench/bench_dda build-gpu/bench/bench_latency build-gpu/bench/bench_lowp build-gpu/bench/bench_fusion \
            build-gpu/examples/allreduce_basic build-gpu/examples/gemm_allreduce build-gpu/examples/allreduce_rmsnorm; do
     [[ -f $f ]] && cp "$f" devbin/
   done
@@ -127,6 +128,7 @@ if want fp8_variants; then  # tuning variants of the FP8 kernels (bench/pack-dev
   done
 fi
 want bench_lowp && { step bench_lowp 45 ./$BIN/bench_lowp "$OUT/bench_lowp.csv" || rc=1; }
+want latency && { step bench_latency 60 ./$BIN/bench_latency "$OUT/bench_latency.csv" || rc=1; }
 want bench_dda && { step bench_dda 150 ./$BIN/bench_dda "$OUT/bench_dda.csv" || rc=1; }
 if [[ $what == *" probe "* ]]; then  # the DDA sweep on smaller fixed grids (RCCLX_NBLOCKS), logs only
   for nb in 1 4; do step "bench_dda_nblocks$nb" 90 env RCCLX_NBLOCKS=$nb ./$BIN/bench_dda "$LOG/bench_dda_nblocks$nb.csv" || rc=1; done
@@ -165,6 +167,7 @@ fi
   for f in "$LOG"/fp8v_*.csv; do
     [[ -f $f ]] && { echo "--- $(basename "$f" .csv): quantize / dequantize % of copy roofline"; grep -E "^rcclx" "$f"; }
   done
+  [[ -f $LOG/bench_latency.log ]] && { echo "--- bench_latency"; cat "$LOG/bench_latency.log"; }
   python3 bench/summary.py "$OUT" 2>&1
   for f in "$LOG"/bench_dda_nblocks*.csv; do
     [[ -f $f ]] && { echo "--- $(basename "$f" .csv): N,algo,bytes,us (bf16, <= 64 KiB and 32 MiB)"; awk -F, '$2=="bf16" && ($4<=65536 || $4==33554432) {print $1","$3","$4","$5}' "$f"; }

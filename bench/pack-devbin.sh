@@ -10,7 +10,7 @@ mkdir -p devbin
 cmake -S . -B build-cuda -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build-cuda -j"$(nproc)" > build-cuda.log 2>&1 || { grep -E 'error' build-cuda.log | head -30; exit 1; }
 cp build-cuda/tests/gpu/rcclx_gpu_tests build-cuda/tests/gpu/rcclx_ipc_test build-cuda/tests/gpu/librcclx_fp8_capi.so \
-   build-cuda/bench/bench_dda build-cuda/bench/bench_lowp build-cuda/bench/bench_fusion \
+   build-cuda/bench/bench_dda build-cuda/bench/bench_latency build-cuda/bench/bench_lowp build-cuda/bench/bench_fusion \
    build-cuda/examples/allreduce_basic build-cuda/examples/gemm_allreduce build-cuda/examples/allreduce_rmsnorm \
    build-cuda/python/librcclx_torch_bridge.so devbin/
 # Tuning variants of the FP8 ready kernels, timed by device-run.sh's

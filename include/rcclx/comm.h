@@ -22,11 +22,17 @@
  *
  * ---- Fixed grid --------------------------------------------------------
  * Every collective kernel of a communicator runs exactly `nblocks` blocks of
- * `nthreads` threads, and 16-byte vector v of a message is always handled by
- * thread (v % nthreads) of block (v / nthreads) % nblocks, in every phase
- * and every call, whatever the count.  So block b of one rank only ever
- * shares memory with block b of its peers, and a barrier between same-index
- * blocks (rcclx/signal.h) orders everything a call needs, across calls too.
+ * `nthreads` threads, and 16-byte vector v of a message is handled by the
+ * same thread of the same block in every phase of a call and on every rank
+ * (rcclx_grid_first_vector in rcclx/dda/flat.h: warp-sized runs of vectors
+ * dealt to the blocks in turn, so small messages reach every block).  So
+ * within a call block b of one rank only shares memory with block b of its
+ * peers, and a barrier between same-index blocks (rcclx/signal.h) orders
+ * everything the call needs.  Across calls the kernel boundary does: a
+ * rank reaches any barrier of call k+1 only after its call k completed, so
+ * once a block passed a barrier of call k+1, every peer's call k is over
+ * (call k+2 reuses call k's copy-in half).  (The low-precision kernels
+ * deal groups to blocks differently; they rely on the same two rules.)
  * With virtual ranks the grids of all ranks on one GPU must be co-resident
  * and must leave room for the ranks' other kernels (a producer GEMM runs
  * while the other ranks' collectives spin), so there nblocks is at most one
@@ -94,11 +100,26 @@ typedef struct rcclx_call_card {
   void* recv;
 } rcclx_call_card;
 
+/* Per block slot, each on a 128-byte line of its own: neighbouring slots
+ * are blocks on different multiprocessors, and with the counters of all
+ * slots packed into a few lines each block of a kernel waited its turn on
+ * them (bench/RESULTS.md, run 14: about 36 ns per block). */
+typedef struct __attribute__((aligned(128))) rcclx_slot_arrivals {
+  /* from[src]: barrier epoch that block b of rank src has reached; written
+   * by src (release), read by the owner (acquire). */
+  uint32_t from[RCCLX_MAX_RANKS];
+} rcclx_slot_arrivals;
+typedef struct __attribute__((aligned(128))) rcclx_slot_counters {
+  uint32_t epoch;            /* barriers passed by this rank's block b */
+  uint32_t calls;            /* DDA / low-precision calls run by block b */
+  uint32_t lamport_calls;    /* Lamport calls run by block b */
+  uint32_t lamport_nvec[3];  /* vectors block b used in each of the 3 Lamport
+                                buffers: what its next call there clears */
+} rcclx_slot_counters;
+
 /* One per rank, in device memory, zeroed at creation and never reset. */
 typedef struct rcclx_signal {
-  /* arrive[b][src]: barrier epoch that block b of rank src has reached;
-   * written by src (release), read by the owner (acquire). */
-  uint32_t arrive[RCCLX_MAX_BLOCKS][RCCLX_MAX_RANKS];
+  rcclx_slot_arrivals arrive[RCCLX_MAX_BLOCKS];
   /* call_sig[b][src]: fingerprint of src's current call (count, dtype, op,
    * algorithm), written by src before its arrival; ranks that disagree are
    * reported as RCCLX_ERR_RANK_MISMATCH instead of computing garbage. */
@@ -107,8 +128,7 @@ typedef struct rcclx_signal {
    * whose peers read and write the user's buffers directly
    * (RCCLX_VIEW_DIRECT); exchanged like call_sig. */
   rcclx_call_card call_card[RCCLX_MAX_BLOCKS][RCCLX_MAX_RANKS][2];
-  uint32_t epoch[RCCLX_MAX_BLOCKS]; /* barriers passed by this rank's block b */
-  uint32_t calls[RCCLX_MAX_BLOCKS]; /* calls run by this rank's block b */
+  rcclx_slot_counters slot[RCCLX_MAX_BLOCKS]; /* block b's own counters */
   rcclx_error_record error;
   /* Tile flags of fused kernels (rcclx/tile.h): tile_ready[t][src] is the
    * epoch at which src published tile t, tile_done[t][src] the epoch at
@@ -117,11 +137,6 @@ typedef struct rcclx_signal {
   uint32_t tile_ready[RCCLX_MAX_TILES][RCCLX_MAX_RANKS];
   uint32_t tile_done[RCCLX_MAX_TILES][RCCLX_MAX_RANKS];
   uint32_t tile_epoch[RCCLX_MAX_TILES];
-  /* Lamport calls run by this rank's block b, and how many 16-byte vectors
-   * block b's call used in each of the 3 buffers (what it clears two calls
-   * later). */
-  uint32_t lamport_calls[RCCLX_MAX_BLOCKS];
-  uint32_t lamport_nvec[RCCLX_MAX_BLOCKS][3];
 } rcclx_signal;
 
 /* rcclx_dev_comm.flags */
@@ -169,10 +184,17 @@ typedef struct rcclx_config {
    * access; not a stream-ordered pool without access granted).  One process
    * per rank (IPC) never uses it. */
   int direct;
+  /* Programmatic dependent launch of the DDA kernels (rcclx_launch in
+   * rcclx/platform.h; RCCLX_PDL): RCCLX_PDL_AUTO (0) uses it where the
+   * device has it (NVIDIA sm_90+), so a call's kernel is scheduled while
+   * the stream's previous kernel finishes; RCCLX_PDL_OFF never. */
+  int pdl;
 } rcclx_config;
 #define RCCLX_DIRECT_AUTO 0
 #define RCCLX_DIRECT_OFF 1
 #define RCCLX_DIRECT_ON 2
+#define RCCLX_PDL_AUTO 0
+#define RCCLX_PDL_OFF 1
 
 typedef enum { RCCLX_COMM_LOCAL = 1, RCCLX_COMM_IPC = 2 } rcclx_comm_kind;
 
@@ -188,6 +210,7 @@ typedef struct rcclx_comm {
   size_t flat_max_bytes;  /* auto: flat at or below this, tree above */
   size_t lamport_max_bytes; /* auto: Lamport at or below this (0: never) */
   size_t direct_min_bytes;  /* RCCLX_VIEW_DIRECT views: DIRECT from this size up */
+  int pdl;                  /* launch the DDA kernels with programmatic dependent launch */
 } rcclx_comm;
 
 RCCLX_HOST size_t rcclx_env_size(const char* name, size_t fallback) {
@@ -219,8 +242,10 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
   if (!c.watchdog_ns) c.watchdog_ns = (uint64_t)rcclx_env_size("RCCLX_WATCHDOG_MS", 0) * 1000000ull;
   if (!c.system_scope) c.system_scope = (int)rcclx_env_size("RCCLX_SYSTEM_SCOPE", 0);
   if (!c.direct) c.direct = (int)rcclx_env_size("RCCLX_DIRECT", RCCLX_DIRECT_AUTO);
+  if (!c.pdl) c.pdl = (int)rcclx_env_size("RCCLX_PDL", RCCLX_PDL_AUTO);
   if (c.system_scope < 0 || c.system_scope > 1) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.direct < RCCLX_DIRECT_AUTO || c.direct > RCCLX_DIRECT_ON) return RCCLX_ERR_INVALID_ARGUMENT;
+  if (c.pdl < RCCLX_PDL_AUTO || c.pdl > RCCLX_PDL_OFF) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.region_bytes < 4096 || (c.region_bytes & 4095u) || c.region_bytes >= ((size_t)1 << 36))
     return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.nthreads < 64 || c.nthreads > RCCLX_MAX_THREADS || (c.nthreads & 63)) return RCCLX_ERR_INVALID_ARGUMENT;

@@ -112,6 +112,7 @@ RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const
   c->flat_max_bytes = rcclx_default_flat_max_bytes(nranks);
   c->lamport_max_bytes = rcclx_default_lamport_max_bytes(nranks);
   c->direct_min_bytes = rcclx_default_direct_min_bytes(nranks);
+  c->pdl = cfg->pdl == RCCLX_PDL_AUTO && rcclx_pdl_supported(c->device);
 }
 RCCLX_HOST void rcclx_comm_set_peer_(rcclx_comm* c, int r, void* alloc, size_t region_bytes) {
   c->view.bufs[r] = alloc;
@@ -258,9 +259,10 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
 /* Reads and clears the first error a kernel of this rank recorded.  Call
  * after the rank's stream is synchronised.  RCCLX_ERR_PEER_TIMEOUT leaves
  * the barrier epochs out of step: destroy the communicators of all ranks
- * and create new ones.  RCCLX_ERR_RANK_MISMATCH from a DDA or
- * low-precision kernel ended that call on every rank at its first barrier
- * (its output is undefined) and the communicator stays usable. */
+ * and create new ones.  RCCLX_ERR_RANK_MISMATCH from a barrier kernel (DDA
+ * flat or tree, low precision) ended that call on every rank at its first
+ * barrier (its output is undefined) and the communicator stays usable;
+ * from the Lamport kernel (rcclx/dda/lamport.h) it needs new ones too. */
 RCCLX_HOST rcclx_status rcclx_comm_check(rcclx_comm* c, rcclx_error_record* detail) {
   if (!c || !c->kind) return RCCLX_ERR_NULL_POINTER;
   int prev = 0;

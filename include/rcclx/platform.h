@@ -146,12 +146,61 @@
 #  define hipDeviceAttributeWarpSize cudaDevAttrWarpSize
 #  define hipDeviceAttributePciBusId cudaDevAttrPciBusId
 #  define hipDeviceAttributePciDeviceId cudaDevAttrPciDeviceId
+#  define hipDeviceAttributeComputeCapabilityMajor cudaDevAttrComputeCapabilityMajor
+#  define hipDeviceAttributeClockRate cudaDevAttrClockRate
 #  define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #  define hipIpcMemHandle_t cudaIpcMemHandle_t
 #  define hipIpcGetMemHandle cudaIpcGetMemHandle
 #  define hipIpcOpenMemHandle cudaIpcOpenMemHandle
 #  define hipIpcCloseMemHandle cudaIpcCloseMemHandle
 #  define hipIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
+#endif
+
+/* ---- kernel launches ----------------------------------------------------
+ * rcclx_launch(kernel, grid, block, stream, pdl, args...) launches
+ * kernel<<<grid, block, 0, stream>>>(args...) and returns the launch's
+ * error.  pdl != 0 asks for a programmatic dependent launch where the
+ * device has one (rcclx_pdl_supported): the kernel may be scheduled while
+ * the stream's previous kernel is still finishing, so it MUST call
+ * rcclx_grid_dependency_wait() before it touches memory that earlier work
+ * in the stream wrote, and should call rcclx_grid_dependents_launch() as
+ * soon as it no longer waits on other kernels (rcclx/dda/kernels.h says
+ * why not earlier).  Elsewhere pdl is ignored and both calls are no-ops.
+ * Graph capture records the programmatic edge.
+ * rcclx_pdl_supported(device): 1 on NVIDIA compute capability 9.0 and up,
+ * 0 elsewhere (AMD has no such launch). */
+#if defined(RCCLX_PLATFORM_CUDA)
+template <typename... P, typename... A>
+static inline cudaError_t rcclx_launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t stream, int pdl,
+                                       A... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+static inline int rcclx_pdl_supported(int device) {
+  int major = 0;
+  return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
+}
+#elif defined(RCCLX_PLATFORM_HIP)
+template <typename... P, typename... A>
+static inline hipError_t rcclx_launch(void (*kernel)(P...), dim3 grid, dim3 block, hipStream_t stream, int pdl,
+                                      A... args) {
+  (void)pdl;
+  hipLaunchKernelGGL(kernel, grid, block, 0, stream, args...);
+  return hipGetLastError();
+}
+static inline int rcclx_pdl_supported(int device) {
+  (void)device;
+  return 0;
+}
 #endif
 
 /* ---- device primitives -------------------------------------------------
@@ -167,6 +216,8 @@
  *   rcclx_ld16(p) / rcclx_st16(p, v)     plain 16-byte load / store
  *   rcclx_ld16_volatile(p)               16-byte load that is never cached
  *                                        or merged (spin-on-data protocols)
+ *   rcclx_ld16_relaxed_dev(p)            the same, coherent at device scope
+ *                                        only (every writer on this GPU)
  *   rcclx_ld16_nt(p)                     16-byte streaming load (peer data
  *                                        read once); only after an acquire
  *   rcclx_shfl_xor_f32(v, mask, width)   butterfly exchange inside a warp
@@ -174,6 +225,12 @@
  *   rcclx_f16_to_f32 / rcclx_f32_to_f16_rn   hardware half conversions
  *   rcclx_clampf(x, lo, hi)              clamp of a non-NaN float
  *   rcclx_mul_rn(a, b)                   a * b, never fused into an add
+ *   rcclx_grid_dependency_wait()         programmatic dependent launch: wait
+ *                                        until the stream's previous kernel
+ *                                        completed and its writes are visible
+ *   rcclx_grid_dependents_launch()       let the stream's next kernel be
+ *                                        scheduled (no-ops where a kernel was
+ *                                        not launched that way, and on AMD)
  *   RCCLX_HW_<FMT> (E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ) where the chip
  *   converts that fp8 format, with rcclx_hw_encode2_<fmt>(a, b) and
  *   rcclx_hw_decode_<fmt>(byte), bit-identical to the software path in

@@ -90,7 +90,7 @@ typedef struct rcclx_barrier {
 RCCLX_DEVICE rcclx_barrier rcclx_barrier_open(const rcclx_dev_comm& c, int slot) {
   rcclx_barrier b;
   b.slot = slot;
-  b.epoch = *(const volatile uint32_t*)&c.sigs[c.rank]->epoch[slot];
+  b.epoch = *(const volatile uint32_t*)&c.sigs[c.rank]->slot[slot].epoch;
   return b;
 }
 
@@ -124,8 +124,8 @@ RCCLX_DEVICE int rcclx_barrier_sync(const rcclx_dev_comm& c, rcclx_barrier* b, u
      * at epoch e + 2, after this rank arrived at e + 1, past the reads. */
     if (sig) peer->call_sig[slot][c.rank][e & 1u] = sig;
     if (cards) peer->call_card[slot][c.rank][e & 1u] = card;
-    rcclx_flag_release(c, &peer->arrive[slot][c.rank], e);
-    bad = rcclx_spin_until(c, &me->arrive[slot][t], e, slot, t) ? RCCLX_BARRIER_TIMEOUT : RCCLX_BARRIER_OK;
+    rcclx_flag_release(c, &peer->arrive[slot].from[c.rank], e);
+    bad = rcclx_spin_until(c, &me->arrive[slot].from[t], e, slot, t) ? RCCLX_BARRIER_TIMEOUT : RCCLX_BARRIER_OK;
     if (!bad && sig && me->call_sig[slot][t][e & 1u] != sig) {
       rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, slot, t, e);
       bad = RCCLX_BARRIER_MISMATCH;
@@ -148,8 +148,17 @@ RCCLX_HOST_DEVICE rcclx_call_card rcclx_no_card(void) {
 /* Writes the session's epoch back for the next kernel.  Every thread calls
  * it after the kernel's last barrier on the slot. */
 RCCLX_DEVICE void rcclx_barrier_close(const rcclx_dev_comm& c, const rcclx_barrier* b) {
-  if (threadIdx.x == 0) c.sigs[c.rank]->epoch[b->slot] = b->epoch;
+  if (threadIdx.x == 0) c.sigs[c.rank]->slot[b->slot].epoch = b->epoch;
 }
+
+/* Lets the stream's next kernel be scheduled (programmatic dependent
+ * launch, rcclx_launch in rcclx/platform.h).  Every block calls it right
+ * after its LAST wait on a peer, never before: the next kernel's blocks
+ * hold multiprocessors while they wait for this grid to complete, and with
+ * virtual ranks a peer's kernel that has not started yet may need those
+ * multiprocessors; once no block of this grid waits on anyone, this grid
+ * completes whatever the peers do, so the next kernel's wait is bounded. */
+RCCLX_DEVICE void rcclx_dda_done_waiting(void) { rcclx_grid_dependents_launch(); }
 
 /* One barrier as a whole session (open, sync, close): for kernels with a
  * single barrier, or that interleave them with other work freely. */

@@ -89,19 +89,28 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
   in.system_scope = 0; in.direct = RCCLX_DIRECT_ON + 1;
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
-  in.direct = 0;
+  in.direct = 0; in.pdl = RCCLX_PDL_OFF + 1;
+  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
+  in.pdl = 0;
   unsetenv("RCCLX_DIRECT");
   unsetenv("RCCLX_SYSTEM_SCOPE");
+  unsetenv("RCCLX_PDL");
   REQUIRE(rcclx_config_resolve(&in, &out) == RCCLX_SUCCESS);
   CHECK(out.direct == RCCLX_DIRECT_AUTO);
   CHECK(out.system_scope == 0);
+  CHECK(out.pdl == RCCLX_PDL_AUTO);
   setenv("RCCLX_DIRECT", "1", 1);
   setenv("RCCLX_SYSTEM_SCOPE", "1", 1);
+  setenv("RCCLX_PDL", "1", 1);
   REQUIRE(rcclx_config_resolve(&in, &out) == RCCLX_SUCCESS);
   CHECK(out.direct == RCCLX_DIRECT_OFF);
   CHECK(out.system_scope == 1);
+  CHECK(out.pdl == RCCLX_PDL_OFF);
+  setenv("RCCLX_PDL", "2", 1);  // out of range from the environment too
+  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
   unsetenv("RCCLX_DIRECT");
   unsetenv("RCCLX_SYSTEM_SCOPE");
+  unsetenv("RCCLX_PDL");
   CHECK(rcclx_tree_shard_vectors(10, 4) == 3);
 }
 

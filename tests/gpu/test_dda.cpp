@@ -459,6 +459,7 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     REQUIRE(rs2.init(N) == RCCLX_SUCCESS);
     rs2.comm[0].direct_min_bytes = 0;         // rank 0 reads directly,
     rs2.comm[1].direct_min_bytes = SIZE_MAX;  // rank 1 stages: they disagree
+    for (int r = 0; r < N; ++r) rs2.comm[r].lamport_max_bytes = 0;  // barrier kernels only
     for (int r = 0; r < N; ++r)
       REQUIRE(rcclx_allreduce(&rs2.comm[r], buf[r], buf[r], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[r]) ==
               RCCLX_SUCCESS);

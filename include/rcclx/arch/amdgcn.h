@@ -40,6 +40,11 @@ RCCLX_DEVICE uint32_t rcclx_ld_acquire_dev_u32(const uint32_t* p) {
   return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
 }
 
+/* AMD has no programmatic dependent launch: a kernel starts after the
+ * stream's previous one completed, so there is nothing to wait for. */
+RCCLX_DEVICE void rcclx_grid_dependency_wait(void) {}
+RCCLX_DEVICE void rcclx_grid_dependents_launch(void) {}
+
 RCCLX_DEVICE rcclx_vec16 rcclx_amd_from_v4u(rcclx_amd_v4u x) {
   rcclx_vec16 r;
   r.w[0] = x.x; r.w[1] = x.y; r.w[2] = x.z; r.w[3] = x.w;
@@ -51,6 +56,9 @@ RCCLX_DEVICE rcclx_vec16 rcclx_ld16(const void* p) {
 RCCLX_DEVICE rcclx_vec16 rcclx_ld16_volatile(const void* p) {
   return rcclx_amd_from_v4u(*(const volatile rcclx_amd_v4u*)p);
 }
+/* No device-scope 16-byte coherent load in clang's builtins: the volatile
+ * (system-coherent) one serves. */
+RCCLX_DEVICE rcclx_vec16 rcclx_ld16_relaxed_dev(const void* p) { return rcclx_ld16_volatile(p); }
 RCCLX_DEVICE rcclx_vec16 rcclx_ld16_nt(const void* p) {
   return rcclx_amd_from_v4u(__builtin_nontemporal_load((const rcclx_amd_v4u*)p));
 }

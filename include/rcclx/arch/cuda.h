@@ -36,6 +36,19 @@ RCCLX_DEVICE uint32_t rcclx_ld_acquire_dev_u32(const uint32_t* p) {
   return v;
 }
 
+/* Programmatic dependent launch (griddepcontrol, sm_90+); both return at
+ * once in a kernel launched without it. */
+RCCLX_DEVICE void rcclx_grid_dependency_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+RCCLX_DEVICE void rcclx_grid_dependents_launch(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 RCCLX_DEVICE rcclx_vec16 rcclx_ld16(const void* p) {
   rcclx_vec16 r;
   asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
@@ -46,6 +59,15 @@ RCCLX_DEVICE rcclx_vec16 rcclx_ld16(const void* p) {
 RCCLX_DEVICE rcclx_vec16 rcclx_ld16_volatile(const void* p) {
   rcclx_vec16 r;
   asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
+               : "l"(p) : "memory");
+  return r;
+}
+/* The same at device scope (relaxed, .gpu): enough when every writer runs
+ * on this GPU, and cheaper than .volatile, which is .sys. */
+RCCLX_DEVICE rcclx_vec16 rcclx_ld16_relaxed_dev(const void* p) {
+  rcclx_vec16 r;
+  asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
                : "l"(p) : "memory");
   return r;

@@ -40,32 +40,34 @@
 
 #if defined(RCCLX_GPU_LANG)
 
+/* One DDA kernel launch on the communicator's fixed grid; pdl: see
+ * rcclx_config.pdl.  Returns the launch's error. */
 template <typename T, int OP, int NMAX>
-RCCLX_HOST void rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, const void* send, void* recv, size_t n,
-                                  uint32_t sig, int src, hipStream_t s) {
+RCCLX_HOST hipError_t rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, const void* send, void* recv,
+                                        size_t n, uint32_t sig, int src, int pdl, hipStream_t s) {
+  const dim3 g((unsigned)v.nblocks), b((unsigned)v.nthreads);
   if (algo == RCCLX_ALGO_LAMPORT)
-    rcclx_dda_lamport_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig);
-  else if (algo == RCCLX_ALGO_FLAT)
-    rcclx_dda_flat_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig, src);
-  else
-    rcclx_dda_tree_kernel<T, OP, NMAX><<<v.nblocks, v.nthreads, 0, s>>>(v, (const T*)send, (T*)recv, n, sig, src);
+    return rcclx_launch(rcclx_dda_lamport_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig);
+  if (algo == RCCLX_ALGO_FLAT)
+    return rcclx_launch(rcclx_dda_flat_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig, src);
+  return rcclx_launch(rcclx_dda_tree_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig, src);
 }
 template <typename T, int OP>
-RCCLX_HOST void rcclx_dda_launch_n_(const rcclx_dev_comm& v, rcclx_algo a, const void* sd, void* rv, size_t n,
-                                    uint32_t sig, int src, hipStream_t s) {
+RCCLX_HOST hipError_t rcclx_dda_launch_n_(const rcclx_dev_comm& v, rcclx_algo a, const void* sd, void* rv, size_t n,
+                                          uint32_t sig, int src, int pdl, hipStream_t s) {
   /* Two bounds: an NMAX = 2 instance is not built (fewer instances to
    * compile and load; when it was, its bf16 tree kernel spilled under the
    * 64 registers of 1024-thread launch bounds); 2 ranks run the NMAX = 4
    * kernels, which skip the absent ranks' loads. */
-  if (v.nranks <= 4) rcclx_dda_launch_<T, OP, 4>(v, a, sd, rv, n, sig, src, s);
-  else rcclx_dda_launch_<T, OP, 8>(v, a, sd, rv, n, sig, src, s);
+  if (v.nranks <= 4) return rcclx_dda_launch_<T, OP, 4>(v, a, sd, rv, n, sig, src, pdl, s);
+  return rcclx_dda_launch_<T, OP, 8>(v, a, sd, rv, n, sig, src, pdl, s);
 }
 template <typename T>
-RCCLX_HOST void rcclx_dda_launch_op_(const rcclx_dev_comm& v, rcclx_op op, rcclx_algo a, const void* sd, void* rv,
-                                     size_t n, uint32_t sig, int src, hipStream_t s) {
-  if (op == RCCLX_SUM) rcclx_dda_launch_n_<T, RCCLX_SUM>(v, a, sd, rv, n, sig, src, s);
-  else if (op == RCCLX_MAX) rcclx_dda_launch_n_<T, RCCLX_MAX>(v, a, sd, rv, n, sig, src, s);
-  else rcclx_dda_launch_n_<T, RCCLX_MIN>(v, a, sd, rv, n, sig, src, s);
+RCCLX_HOST hipError_t rcclx_dda_launch_op_(const rcclx_dev_comm& v, rcclx_op op, rcclx_algo a, const void* sd,
+                                           void* rv, size_t n, uint32_t sig, int src, int pdl, hipStream_t s) {
+  if (op == RCCLX_SUM) return rcclx_dda_launch_n_<T, RCCLX_SUM>(v, a, sd, rv, n, sig, src, pdl, s);
+  if (op == RCCLX_MAX) return rcclx_dda_launch_n_<T, RCCLX_MAX>(v, a, sd, rv, n, sig, src, pdl, s);
+  return rcclx_dda_launch_n_<T, RCCLX_MIN>(v, a, sd, rv, n, sig, src, pdl, s);
 }
 
 RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void* recv, size_t count, rcclx_dtype dtype,
@@ -93,10 +95,16 @@ RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void
     const uint32_t sig = rcclx_call_signature(n, dtype, op, a, src);
     const char* sd = (const char*)send + done * es;
     char* rv = (char*)recv + done * es;
-    if (dtype == RCCLX_FLOAT32) rcclx_dda_launch_op_<float>(comm->view, op, a, sd, rv, n, sig, src, stream);
-    else if (dtype == RCCLX_FLOAT16) rcclx_dda_launch_op_<rcclx_f16>(comm->view, op, a, sd, rv, n, sig, src, stream);
-    else rcclx_dda_launch_op_<rcclx_bf16>(comm->view, op, a, sd, rv, n, sig, src, stream);
-    if (hipGetLastError() != hipSuccess) st = RCCLX_ERR_RUNTIME;
+    const int pdl = comm->pdl;
+    hipError_t e;
+    if (dtype == RCCLX_FLOAT32) e = rcclx_dda_launch_op_<float>(comm->view, op, a, sd, rv, n, sig, src, pdl, stream);
+    else if (dtype == RCCLX_FLOAT16)
+      e = rcclx_dda_launch_op_<rcclx_f16>(comm->view, op, a, sd, rv, n, sig, src, pdl, stream);
+    else e = rcclx_dda_launch_op_<rcclx_bf16>(comm->view, op, a, sd, rv, n, sig, src, pdl, stream);
+    if (e != hipSuccess) {
+      (void)hipGetLastError(); /* consumed: the status reports it */
+      st = RCCLX_ERR_RUNTIME;
+    }
   }
   if (prev != comm->device) (void)hipSetDevice(prev);
   return st;

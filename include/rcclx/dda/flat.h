@@ -14,6 +14,18 @@
  * bounds (rcclx/comm.h). */
 #define RCCLX_DDA_MAX_THREADS RCCLX_MAX_THREADS
 
+/* The fixed grid's vector->thread mapping (rcclx/comm.h): thread t of
+ * block b (of nb) handles vectors v0, v0 + S, v0 + 2S, ... of a message,
+ * where v0 is returned here and S = nb * blockDim.x (a sweep).  Within a
+ * sweep, runs of RCCLX_WARP_SIZE consecutive vectors (one per lane: 16
+ * bytes x warp, coalesced) are dealt to the blocks in turn, so a message of
+ * a few KiB already spreads over every block and multiprocessor.
+ * blockDim.x must be a multiple of the warp size (rcclx_config_resolve). */
+RCCLX_DEVICE size_t rcclx_grid_first_vector(int b, int t, int nb) {
+  const size_t G = RCCLX_WARP_SIZE;
+  return ((size_t)t / G * (size_t)nb + (size_t)b) * G + (size_t)t % G;
+}
+
 /* Vector v (elements v*V .. v*V+V-1, V = 16/sizeof(T)) of a user array of n
  * elements; lanes past n read as 0 and are never written. p 16-byte aligned. */
 template <typename T>

@@ -37,12 +37,14 @@ RCCLX_DEVICE size_t rcclx_dda_staged_offset(const rcclx_dev_comm& c, uint32_t ca
 }
 
 /* Copies vectors [0, nvec) of send (n elements) to dst, this thread's share
- * under the fixed mapping, RCCLX_DDA_COPY_UNROLL loads in flight. */
+ * under the fixed mapping (rcclx_grid_first_vector), RCCLX_DDA_COPY_UNROLL
+ * loads in flight. */
 template <typename T>
 RCCLX_DEVICE void rcclx_dda_copy_in(const T* send, char* dst, size_t n, size_t nvec) {
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   const int U = RCCLX_DDA_COPY_UNROLL;
-  for (size_t v0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v0 < nvec; v0 += U * stride) {
+  for (size_t v0 = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, (int)gridDim.x); v0 < nvec;
+       v0 += U * stride) {
     rcclx_vec16 x[RCCLX_DDA_COPY_UNROLL];
     RCCLX_UNROLL
     for (int u = 0; u < U; ++u)
@@ -54,10 +56,14 @@ RCCLX_DEVICE void rcclx_dda_copy_in(const T* send, char* dst, size_t n, size_t n
 }
 
 /* The block slot's call count and barrier session, read before any data
- * (nvec left 0): what every collective kernel of the fixed grid opens. */
+ * (nvec left 0): what every collective kernel of the fixed grid opens.
+ * First it waits for the stream's previous kernel (a programmatic
+ * dependent launch may start this one early; see rcclx_dda_done_waiting
+ * in rcclx/signal.h). */
 RCCLX_DEVICE rcclx_dda_call rcclx_dda_open_call(const rcclx_dev_comm& c) {
+  rcclx_grid_dependency_wait();
   rcclx_dda_call k;
-  k.call = *(const volatile uint32_t*)&c.sigs[c.rank]->calls[blockIdx.x];
+  k.call = *(const volatile uint32_t*)&c.sigs[c.rank]->slot[blockIdx.x].calls;
   k.bar = rcclx_barrier_open(c, (int)blockIdx.x);
   k.nvec = 0;
   return k;
@@ -83,7 +89,7 @@ RCCLX_DEVICE rcclx_dda_call rcclx_dda_begin_call(const rcclx_dev_comm& c, const 
 /* Ends the call: the barrier session and the call count written back. */
 RCCLX_DEVICE void rcclx_dda_finish_call(const rcclx_dev_comm& c, const rcclx_dda_call* k) {
   rcclx_barrier_close(c, &k->bar);
-  if (threadIdx.x == 0) c.sigs[c.rank]->calls[blockIdx.x] = k->call + 1u;
+  if (threadIdx.x == 0) c.sigs[c.rank]->slot[blockIdx.x].calls = k->call + 1u;
 }
 
 /* The first barrier of a call, with the call cards in DIRECT mode.
@@ -109,10 +115,14 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
   __shared__ rcclx_call_card cards[RCCLX_MAX_RANKS];
   rcclx_dda_call k = rcclx_dda_begin_call(c, send, n, src, cards);
   if (rcclx_dda_first_barrier(c, &k, sig, src, send, recv, cards)) return;
+  if (src == RCCLX_SRC_STAGED) rcclx_dda_done_waiting();
   const size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < k.nvec; v += stride)
+  for (size_t v = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, (int)gridDim.x); v < k.nvec; v += stride)
     rcclx_store_vec_clipped(recv, v, n, rcclx_dda_reduce_sources<T, OP, NMAX>(cards, c.nranks, v, n));
-  if (src != RCCLX_SRC_STAGED && rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
+  if (src != RCCLX_SRC_STAGED) {
+    if (rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
+    rcclx_dda_done_waiting();
+  }
   rcclx_dda_finish_call(c, &k);
 }
 
@@ -127,7 +137,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
   rcclx_dda_call k = rcclx_dda_begin_call(c, send, n, src, cards);
   if (rcclx_dda_first_barrier(c, &k, sig, src, send, recv, cards)) return;
   const size_t nvec = k.nvec, stride = (size_t)gridDim.x * blockDim.x;
-  const size_t v0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const size_t v0 = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, (int)gridDim.x);
   const size_t vps = rcclx_tree_shard_vectors(nvec, c.nranks);
   {
     /* My shard, visited with the same vector->thread mapping as every phase. */
@@ -142,8 +152,12 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
   if (rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
   /* DIRECT: my own shard is already in recv. */
   const int skip = src == RCCLX_SRC_DIRECT ? c.rank : -1;
+  if (src == RCCLX_SRC_STAGED) rcclx_dda_done_waiting();
   rcclx_dda_tree_gather<T>(cards, skip, v0, stride, vps, nvec, n, recv);
-  if (src != RCCLX_SRC_STAGED && rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
+  if (src != RCCLX_SRC_STAGED) {
+    if (rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
+    rcclx_dda_done_waiting();
+  }
   rcclx_dda_finish_call(c, &k);
 }
 

@@ -10,9 +10,14 @@
  *   2. pushes its input vectors into slot `rank` of buffer k%3 of every
  *      rank (this one included), and a header word (the call fingerprint)
  *      for block b;
- *   3. spins on its own buffer k%3 until every source's header and vectors
- *      hold no all-ones element, then reduces in rank order 0..nranks-1 in
- *      fp32 and rounds once: bitwise the flat kernel's result.
+ *   3. polls its own buffer k%3 until every source's vectors hold no
+ *      all-ones element (all sources' loads in flight together; source
+ *      q's header checked by thread q in the same loop), then reduces in
+ *      rank order 0..nranks-1 in fp32 and rounds once: bitwise the flat
+ *      kernel's result.
+ * The vectors are dealt to the threads by the fixed mapping of every DDA
+ * kernel (rcclx_grid_first_vector): a block clears in call k+1 exactly the
+ * vectors it read in call k, whatever the counts.
  * Why three buffers suffice, with no fence: buffer (k+2)%3 is next written
  * by the peers' call k+2.  A peer starts call k+2 only after it received
  * this rank's call-(k+1) push, which a LATER kernel on this rank's stream
@@ -22,7 +27,9 @@
  * canonical quiet NaN: the result is NaN either way (sum), or the NaN is
  * ignored either way (max/min); only a NaN's payload bits can differ from
  * the flat kernel's.  A rank that passes another count or dtype is caught
- * by the header (RCCLX_ERR_RANK_MISMATCH), never by a hang.
+ * by the header (RCCLX_ERR_RANK_MISMATCH), never by a hang; unlike the
+ * barrier kernels' mismatch, it leaves the rotating buffers out of step,
+ * so the communicators must then be rebuilt (as after a timeout).
  */
 #pragma once
 
@@ -68,46 +75,62 @@ RCCLX_DEVICE rcclx_vec16 rcclx_lamport_scrub(rcclx_vec16 x) {
   return x;
 }
 
-/* Spin (relaxed, never-cached 16-byte loads) until the first `lanes`
- * elements at p have arrived; *x receives them.  Returns 1 if the watchdog
- * fired (recorded), else 0. */
-template <typename T>
-RCCLX_DEVICE int rcclx_lamport_wait(const rcclx_dev_comm& c, const char* p, int lanes, rcclx_vec16* x, int slot,
-                                    int peer, uint32_t call) {
-  uint32_t spins = 0;
-  uint64_t t0 = 0;
-  rcclx_vec16 v = rcclx_ld16_volatile(p);
-  while (rcclx_lamport_pending<T>(v, lanes)) {
-    if (rcclx_watchdog_expired(c, &spins, &t0, slot, peer, call)) return 1;
-    v = rcclx_ld16_volatile(p);
-  }
-  *x = v;
-  return 0;
+/* A poll of Lamport data or a header, at the view's scope (as the barriers'
+ * flags, rcclx_flag_acquire): device scope when every rank is on this GPU.
+ * Relaxed is enough: the data is its own flag, nothing else is read
+ * through it. */
+RCCLX_DEVICE rcclx_vec16 rcclx_lamport_poll(const rcclx_dev_comm& c, const char* p) {
+  return (c.flags & RCCLX_VIEW_ONE_DEVICE) ? rcclx_ld16_relaxed_dev(p) : rcclx_ld16_volatile(p);
 }
 
+/* Block b's header from `src` in buffer `buf`: all-ones until src's block b
+ * pushed its fingerprint.  If it has arrived (*pending cleared) and differs
+ * from sig, records RCCLX_ERR_RANK_MISMATCH and returns 1. */
+RCCLX_DEVICE int rcclx_lamport_header_mismatch(const rcclx_dev_comm& c, uint32_t buf, uint32_t sig, int* pending,
+                                               int b, int src, uint32_t call) {
+  const uint32_t h = rcclx_lamport_poll(c, rcclx_lamport_slot(c, c.rank, buf, src) + (size_t)b * 16).w[0];
+  if (h == 0xFFFFFFFFu) return 0;
+  *pending = 0;
+  if (h == sig) return 0;
+  rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, b, src, call);
+  return 1;
+}
+
+#define RCCLX_LAMPORT_TIMEOUT 1
+#define RCCLX_LAMPORT_MISMATCH 2
+#define RCCLX_LAMPORT_ABORTED 4 /* another thread of the block saw a mismatch */
+
 template <typename T, int OP, int NMAX>
-RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
+/* RCCLX_LAUNCH_BOUNDS_512: two blocks per SM on NVIDIA, as the other DDA
+ * kernels reach by themselves (the grid is sized by the fewest blocks any
+ * of them fits per multiprocessor, rcclx_dda_min_occupancy). */
+RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     rcclx_dda_lamport_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig) {
+  /* Set when a thread of this block saw a fingerprint that differs: the
+   * threads still polling for data that peer may never send stop. */
+  __shared__ int mismatch_seen;
+  rcclx_grid_dependency_wait(); /* the previous kernel's writes (rcclx_dda_done_waiting) */
   /* Indices read once: under HIP they are runtime calls until the device
    * libraries are linked, and CI's ISA build links none. */
   const int b = (int)blockIdx.x, tid = (int)threadIdx.x, V = RCCLX_PACK_ELEMS(T);
+  const size_t v0 = rcclx_grid_first_vector(b, tid, (int)gridDim.x), stride = (size_t)gridDim.x * blockDim.x;
   rcclx_signal* me = c.sigs[c.rank];
-  const uint32_t k = *(volatile const uint32_t*)&me->lamport_calls[b];
+  const uint32_t k = *(volatile const uint32_t*)&me->slot[b].lamport_calls;
   const uint32_t buf = k % 3u, clr = (k + 2u) % 3u;
-  const size_t nthr = blockDim.x, nvec = (n + V - 1) / V, stride = (size_t)gridDim.x * nthr;
-  const size_t v0 = (size_t)b * nthr + (size_t)tid;
+  const size_t nvec = (n + V - 1) / V;
   const rcclx_vec16 ones = {{0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}};
+  if (tid == 0) mismatch_seen = 0;
 
   /* 1. Clear buffer (k+2)%3: the vectors this block read there in call k-1. */
-  const size_t old = *(volatile const uint32_t*)&me->lamport_nvec[b][clr];
+  const size_t old = *(volatile const uint32_t*)&me->slot[b].lamport_nvec[clr];
   for (int q = 0; q < c.nranks; ++q) {
-    char* s = rcclx_lamport_slot(c, c.rank, clr, q);
-    for (size_t v = v0; v < old; v += stride) rcclx_st16(s + RCCLX_LAMPORT_HEADER_BYTES + v * 16, ones);
-    if (tid == 0) rcclx_st16(s + (size_t)b * 16, ones);
+    char* s = rcclx_lamport_slot(c, c.rank, clr, q) + RCCLX_LAMPORT_HEADER_BYTES;
+    for (size_t v = v0; v < old; v += stride) rcclx_st16(s + v * 16, ones);
+    if (tid == 0) rcclx_st16(rcclx_lamport_slot(c, c.rank, clr, q) + (size_t)b * 16, ones);
   }
   /* (No fence: peers write there only after this kernel completed.) */
 
-  /* 2. Push into slot `rank` of buffer k%3 of every rank. */
+  /* 2. Push into slot `rank` of buffer k%3 of every rank, then the header. */
   for (size_t v = v0; v < nvec; v += stride) {
     const rcclx_vec16 x = rcclx_lamport_scrub<T>(rcclx_load_vec_clipped(send, v, n));
     RCCLX_UNROLL
@@ -118,57 +141,63 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
     const rcclx_vec16 h = {{sig, 0u, 0u, 0u}};
     for (int q = 0; q < c.nranks; ++q) rcclx_st16(rcclx_lamport_slot(c, q, buf, c.rank) + (size_t)b * 16, h);
   }
+  __syncthreads(); /* mismatch_seen is initialised */
 
-  /* 3. Headers: every source reached this call with the same fingerprint. */
-  int bad = 0;
-  if (tid < c.nranks) {
-    rcclx_vec16 h;
-    const int q = tid;
-    if (rcclx_lamport_wait<float>(c, rcclx_lamport_slot(c, c.rank, buf, q) + (size_t)b * 16, 1, &h, b, q, k)) bad = 1;
-    else if (h.w[0] != sig) {
-      rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, b, q, k);
-      bad = 2;
-    }
-  }
-  if (__syncthreads_or(bad)) return; /* the communicator must be rebuilt (rcclx_comm_check) */
-
-  /* 3b. Data: sources taken in rank order, four at a time: a group's four
-   * vectors are loaded at once (four loads in flight; eight would spill at
-   * the 64-register co-residency budget), any not yet arrived is re-polled,
-   * and each is added in fp32 as it is taken. */
-  for (size_t v = v0; v < nvec; v += stride) {
+  /* 3. Wait and reduce.  Every source's vector is loaded at once and the
+   * ones not yet arrived are re-polled together, so a call costs one round
+   * trip once the data is there.  Thread q < nranks also checks source q's
+   * header in the same loop (no separate round trip); a mismatch stops the
+   * block's other pollers.  Then rank order 0..nranks-1 in fp32, rounded
+   * once: the flat kernel's bits. */
+  int bad = 0, hdr_pending = tid < c.nranks;
+  uint32_t spins = 0;
+  uint64_t t0 = 0;
+  for (size_t v = v0; !bad && v < nvec; v += stride) {
     const int lanes = (v + 1) * V <= n ? V : (int)(n - v * V);
     const char* base = rcclx_lamport_slot(c, c.rank, buf, 0) + RCCLX_LAMPORT_HEADER_BYTES + v * 16;
-    float acc[RCCLX_PACK_ELEMS(T)], y[RCCLX_PACK_ELEMS(T)];
-    RCCLX_NO_UNROLL /* unrolled, the second batch's loads are hoisted: CDNA spills */
-    for (int g = 0; g < NMAX; g += 4) {
-      rcclx_vec16 x[4];
+    rcclx_vec16 x[NMAX];
+    RCCLX_UNROLL
+    for (int q = 0; q < NMAX; ++q)
+      if (q < c.nranks) x[q] = rcclx_lamport_poll(c, base + (size_t)q * RCCLX_LAMPORT_SLOT_BYTES);
+    for (;;) {
+      int waiting_on = -1;
       RCCLX_UNROLL
-      for (int j = 0; j < 4; ++j)
-        if (g + j < c.nranks) x[j] = rcclx_ld16_volatile(base + (size_t)(g + j) * RCCLX_LAMPORT_SLOT_BYTES);
-      int timeout = 0;
-      RCCLX_UNROLL
-      for (int j = 0; j < 4; ++j) {
-        const int q = g + j;
-        if (q < c.nranks && !timeout) {
-          if (rcclx_lamport_pending<T>(x[j], lanes))
-            timeout = rcclx_lamport_wait<T>(c, base + (size_t)q * RCCLX_LAMPORT_SLOT_BYTES, lanes, &x[j], b, q, k);
-          rcclx_unpack16<T>(x[j], y);
-          RCCLX_UNROLL
-          for (int i = 0; i < V; ++i) acc[i] = q == 0 ? y[i] : rcclx_reduce_f32<OP>(acc[i], y[i]);
-        }
+      for (int q = NMAX - 1; q >= 0; --q)
+        if (q < c.nranks && rcclx_lamport_pending<T>(x[q], lanes)) waiting_on = q;
+      if (hdr_pending && rcclx_lamport_header_mismatch(c, buf, sig, &hdr_pending, b, tid, k)) {
+        *(volatile int*)&mismatch_seen = 1;
+        bad = RCCLX_LAMPORT_MISMATCH;
       }
-      if (timeout) return;
+      if (waiting_on < 0 || bad) break;
+      if (*(volatile int*)&mismatch_seen) bad = RCCLX_LAMPORT_ABORTED;
+      else if (rcclx_watchdog_expired(c, &spins, &t0, b, waiting_on, k)) bad = RCCLX_LAMPORT_TIMEOUT;
+      if (bad) break;
+      RCCLX_UNROLL
+      for (int q = 0; q < NMAX; ++q)
+        if (q < c.nranks && rcclx_lamport_pending<T>(x[q], lanes))
+          x[q] = rcclx_lamport_poll(c, base + (size_t)q * RCCLX_LAMPORT_SLOT_BYTES);
     }
-    rcclx_store_vec_clipped(recv, v, n, rcclx_pack16<T>(acc));
+    if (!bad) rcclx_store_vec_clipped(recv, v, n, rcclx_dda_accumulate<T, OP, NMAX>(x, c.nranks));
   }
-  /* 4. What buffer k%3 must have cleared in call k+2, and the call count.
-   * (Every thread read both counters above; the next call is a later
-   * kernel on the same stream.) */
-  __syncthreads();
+  /* A header thread whose vectors (if any) are done still checks its header. */
+  while (hdr_pending && !bad) {
+    if (rcclx_lamport_header_mismatch(c, buf, sig, &hdr_pending, b, tid, k)) {
+      *(volatile int*)&mismatch_seen = 1;
+      bad = RCCLX_LAMPORT_MISMATCH;
+    } else if (hdr_pending && rcclx_watchdog_expired(c, &spins, &t0, b, tid, k)) {
+      bad = RCCLX_LAMPORT_TIMEOUT;
+    }
+  }
+  /* A timeout or mismatch leaves the Lamport buffers out of step: the
+   * communicators must be rebuilt (rcclx_comm_check). */
+  if (__syncthreads_or(bad)) return;
+  rcclx_dda_done_waiting();
+  /* 4. How far buffer k%3 must be cleared in call k+1, and the call count
+   * (every thread read both counters before the barrier above; the next
+   * call is a later kernel on the same stream). */
   if (tid == 0) {
-    me->lamport_nvec[b][buf] = (uint32_t)nvec;
-    me->lamport_calls[b] = k + 1u;
+    me->slot[b].lamport_nvec[buf] = (uint32_t)nvec;
+    me->slot[b].lamport_calls = k + 1u;
   }
 }
 

@@ -32,9 +32,10 @@ RCCLX_HOST size_t rcclx_default_flat_max_bytes(int nranks) {
 
 /* Default Lamport switch point for AUTO (bytes of one rank's message, at
  * most RCCLX_LAMPORT_MAX_BYTES); RCCLX_LAMPORT_MAX_BYTES overrides.  Off by
- * default: on one H200 with virtual ranks (bench/RESULTS.md, run 4) it was
- * 1.1x-1.5x slower than flat from 1 KiB to 64 KiB, where a barrier costs
- * little; whether it wins over real links is issue #7's measurement. */
+ * default: on one H200 with virtual ranks (bench/RESULTS.md, runs 15-16) it
+ * beats flat by 0.3-0.4 us at 2 ranks (1-64 KiB) but loses at 4 and 8
+ * (8 ranks, 16 KiB: 6.0 vs 4.7 us); whether it wins over real links is
+ * issue #7's measurement. */
 RCCLX_HOST size_t rcclx_default_lamport_max_bytes(int nranks) {
   (void)nranks;
   const size_t v = rcclx_env_size("RCCLX_LAMPORT_MAX_BYTES", 0);
