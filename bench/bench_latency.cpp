@@ -27,11 +27,13 @@ struct trace_rec {
 
 // STEPS: 0 = open and close the call (counters, barrier session); 1 = + the
 // staging copy; 2 = + the barrier; 3 = + the reduction: the staged flat
-// kernel of rcclx/dda/kernels.h, stage for stage.
+// kernel of rcclx/dda/kernels.h, stage for stage.  4 = 3, but the
+// reduction reads this rank's own staging nranks times instead of the
+// peers' (same loads, no peer memory): whether peer data costs more.
 template <int STEPS>
 __global__ void __launch_bounds__(RCCLX_MAX_THREADS)
     probe_kernel(rcclx_dev_comm c, const bf* send, bf* recv, size_t n, uint32_t sig, trace_rec* trace) {
-  __shared__ rcclx_call_card cards[RCCLX_MAX_RANKS];
+  __shared__ rcclx_call_card cards[RCCLX_MAX_RANKS], own[RCCLX_MAX_RANKS];
   // Stamps in shared memory, written by thread 0 only: no registers held
   // across the stages (the full variant must not spill).
   __shared__ unsigned long long stamp[7];
@@ -43,6 +45,10 @@ __global__ void __launch_bounds__(RCCLX_MAX_THREADS)
   if (STEPS >= 1) {
     const size_t off = rcclx_dda_staged_offset(c, k.call);
     rcclx_dda_cards_at(c, off, cards);
+    if (STEPS >= 4 && (int)threadIdx.x < c.nranks) {
+      own[threadIdx.x].send = (char*)c.bufs[c.rank] + off;
+      own[threadIdx.x].recv = NULL;
+    }
     rcclx_dda_copy_in(send, (char*)c.bufs[c.rank] + off, n, k.nvec);
   }
   if (t0) stamp[3] = clock64();
@@ -52,7 +58,8 @@ __global__ void __launch_bounds__(RCCLX_MAX_THREADS)
   if (STEPS >= 3) {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < k.nvec; v += stride)
-      rcclx_store_vec_clipped(recv, v, n, rcclx_dda_reduce_sources<bf, RCCLX_SUM, 8>(cards, c.nranks, v, n));
+      rcclx_store_vec_clipped(recv, v, n,
+                              rcclx_dda_reduce_sources<bf, RCCLX_SUM, 8>(STEPS >= 4 ? own : cards, c.nranks, v, n));
   }
   if (t0) stamp[6] = clock64();
   rcclx_dda_finish_call(c, &k);
@@ -123,10 +130,12 @@ int main(int argc, char** argv) {
               CK(rcclx_launch(probe_kernel<0>, grid, block, solo.stream[r], pdl, solo.comm[r].view,
                               (const bf*)in[r], (bf*)out[r], n, sig, (trace_rec*)nullptr));
           }));
-      const char* names[] = {"open+close", "+ copy-in", "+ barrier", "+ reduce (= staged flat)"};
-      for (int s = 0; s < 4; ++s) {
+      const char* names[] = {"open+close", "+ copy-in", "+ barrier", "+ reduce (= staged flat)",
+                             "  reduce of own data only"};
+      for (int s = 0; s < 5; ++s) {
         void (*k)(rcclx_dev_comm, const bf*, bf*, size_t, uint32_t, trace_rec*) =
-            s == 0 ? probe_kernel<0> : s == 1 ? probe_kernel<1> : s == 2 ? probe_kernel<2> : probe_kernel<3>;
+            s == 0 ? probe_kernel<0> : s == 1 ? probe_kernel<1> : s == 2 ? probe_kernel<2>
+                   : s == 3 ? probe_kernel<3> : probe_kernel<4>;
         row(names[s], pdl, bytes, time_graph(rs, [&](int r) {
               CK(rcclx_launch(k, grid, block, rs.stream[r], pdl, rs.comm[r].view, (const bf*)in[r], (bf*)out[r], n,
                               sig, (trace_rec*)nullptr));
@@ -142,6 +151,25 @@ int main(int argc, char** argv) {
         }
       }
       for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
+    }
+    {
+      // The same calls on 64 KiB regions: each rank's whole registered
+      // buffer then spans a few pages instead of about 50 (32 MiB regions),
+      // a test of whether address translation is part of the cost.
+      rank_set small;
+      rcclx_config sc = {};
+      sc.region_bytes = 64 << 10;
+      RK(small.init(N, &sc));
+      for (size_t b : {(size_t)1 << 10, bytes, (size_t)64 << 10})
+        for (rcclx_algo a : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
+          char name[64];
+          snprintf(name, sizeof name, "64 KiB regions: %s %zu KiB", rcclx_algo_name(a), b >> 10);
+          row(name, 1, b, time_graph(small, [&](int r) {
+                RK(rcclx_allreduce(&small.comm[r], in[r], out[r], b / 2, RCCLX_BFLOAT16, RCCLX_SUM, a,
+                                   small.stream[r]));
+              }));
+        }
+      for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&small.comm[r], nullptr));
     }
 
     // The trace: the full staged flat, no PDL, 64 calls in one graph.

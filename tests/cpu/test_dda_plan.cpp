@@ -59,6 +59,10 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 16, 0, 4096) == RCCLX_ALGO_FLAT);  // threshold 0: off
   CHECK(rcclx_dda_choose(RCCLX_ALGO_FLAT, 16, 1024, 4096) == RCCLX_ALGO_FLAT);
   CHECK(rcclx_dda_choose(RCCLX_ALGO_LAMPORT, 1 << 20, 1024, 4096) == RCCLX_ALGO_LAMPORT);
+  unsetenv("RCCLX_LAMPORT_MAX_BYTES");  // measured defaults: 2 ranks only
+  CHECK(rcclx_default_lamport_max_bytes(2) == (size_t)64 << 10);
+  CHECK(rcclx_default_lamport_max_bytes(4) == 0);
+  CHECK(rcclx_default_lamport_max_bytes(8) == 0);
   setenv("RCCLX_LAMPORT_MAX_BYTES", "1000000000", 1);  // capped at what a slot holds
   CHECK(rcclx_default_lamport_max_bytes(8) == RCCLX_LAMPORT_MAX_BYTES);
   setenv("RCCLX_LAMPORT_MAX_BYTES", "0", 1);

@@ -49,37 +49,27 @@ RCCLX_DEVICE void rcclx_grid_dependents_launch(void) {
 #endif
 }
 
-RCCLX_DEVICE rcclx_vec16 rcclx_ld16(const void* p) {
-  rcclx_vec16 r;
-  asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
-               : "l"(p) : "memory");
-  return r;
-}
-RCCLX_DEVICE rcclx_vec16 rcclx_ld16_volatile(const void* p) {
-  rcclx_vec16 r;
-  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
-               : "l"(p) : "memory");
-  return r;
-}
-/* The same at device scope (relaxed, .gpu): enough when every writer runs
- * on this GPU, and cheaper than .volatile, which is .sys. */
-RCCLX_DEVICE rcclx_vec16 rcclx_ld16_relaxed_dev(const void* p) {
-  rcclx_vec16 r;
-  asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
-               : "l"(p) : "memory");
-  return r;
-}
-/* .cs: streaming, evict first; a read-once peer slice. */
-RCCLX_DEVICE rcclx_vec16 rcclx_ld16_nt(const void* p) {
-  rcclx_vec16 r;
-  asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])
-               : "l"(p) : "memory");
-  return r;
-}
+/* The 16-byte loads, one PTX form each (the qualifier is the point):
+ *   rcclx_ld16              ld.global              plain
+ *   rcclx_ld16_volatile     ld.volatile.global     never cached (system scope)
+ *   rcclx_ld16_relaxed_dev  ld.relaxed.gpu.global  coherent at device scope:
+ *                           enough when every writer runs on this GPU, and
+ *                           cheaper than .volatile
+ *   rcclx_ld16_nt           ld.global.cs           streaming, evict first
+ *                                                  (a read-once peer slice) */
+#define RCCLX_CUDA_LD16(name, op)                                                \
+  RCCLX_DEVICE rcclx_vec16 name(const void* p) {                                 \
+    rcclx_vec16 r;                                                               \
+    asm volatile(op " {%0,%1,%2,%3}, [%4];"                                      \
+                 : "=r"(r.w[0]), "=r"(r.w[1]), "=r"(r.w[2]), "=r"(r.w[3])        \
+                 : "l"(p) : "memory");                                           \
+    return r;                                                                    \
+  }
+RCCLX_CUDA_LD16(rcclx_ld16, "ld.global.v4.u32")
+RCCLX_CUDA_LD16(rcclx_ld16_volatile, "ld.volatile.global.v4.u32")
+RCCLX_CUDA_LD16(rcclx_ld16_relaxed_dev, "ld.relaxed.gpu.global.v4.u32")
+RCCLX_CUDA_LD16(rcclx_ld16_nt, "ld.global.cs.v4.u32")
+#undef RCCLX_CUDA_LD16
 RCCLX_DEVICE void rcclx_st16(void* p, rcclx_vec16 v) {
   asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.w[0]),
                "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3])

@@ -5,7 +5,7 @@
 #include <rcclx/comm.h>
 
 typedef enum {
-  RCCLX_ALGO_AUTO = 0, /* flat up to comm->flat_max_bytes, tree above */
+  RCCLX_ALGO_AUTO = 0, /* by size: Lamport, flat, tree (rcclx_dda_resolve) */
   RCCLX_ALGO_FLAT = 1, /* one-shot: every rank reads every peer; one barrier */
   RCCLX_ALGO_TREE = 2, /* two-shot: reduce-scatter + all-gather; two barriers */
   RCCLX_ALGO_LOWP_FLAT = 3, /* FP8 on the wire, one-shot (rcclx/fp8/collectives.h); sum only */
@@ -31,14 +31,16 @@ RCCLX_HOST size_t rcclx_default_flat_max_bytes(int nranks) {
 }
 
 /* Default Lamport switch point for AUTO (bytes of one rank's message, at
- * most RCCLX_LAMPORT_MAX_BYTES); RCCLX_LAMPORT_MAX_BYTES overrides.  Off by
- * default: on one H200 with virtual ranks (bench/RESULTS.md, runs 15-16) it
- * beats flat by 0.3-0.4 us at 2 ranks (1-64 KiB) but loses at 4 and 8
- * (8 ranks, 16 KiB: 6.0 vs 4.7 us); whether it wins over real links is
- * issue #7's measurement. */
+ * most RCCLX_LAMPORT_MAX_BYTES); RCCLX_LAMPORT_MAX_BYTES overrides.  From
+ * bench/RESULTS.md (runs 15-17, one H200, virtual ranks, bf16): with 2
+ * ranks it beat the staged flat kernel by 0.3-0.4 us at 1, 16 and 64 KiB
+ * (16 KiB: 3.04 vs 3.39 us); with 4 and 8 it lost (8 ranks, 16 KiB: 6.0
+ * vs 4.6 us), so it is off there.  Whether it wins over real links is
+ * issue #7's measurement.  (After a rank mismatch in a Lamport call the
+ * communicators must be rebuilt: rcclx/dda/lamport.h.) */
 RCCLX_HOST size_t rcclx_default_lamport_max_bytes(int nranks) {
-  (void)nranks;
-  const size_t v = rcclx_env_size("RCCLX_LAMPORT_MAX_BYTES", 0);
+  const size_t d = nranks == 2 ? ((size_t)64 << 10) : 0;
+  const size_t v = rcclx_env_size("RCCLX_LAMPORT_MAX_BYTES", d);
   return v < RCCLX_LAMPORT_MAX_BYTES ? v : RCCLX_LAMPORT_MAX_BYTES;
 }
 
