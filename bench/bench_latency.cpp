@@ -1,14 +1,38 @@
 // Where a small AllReduce's time goes (issue #3's latency target): the
 // staged one-shot rebuilt from the library's own pieces with stages left
 // out, each timed like bench_dda (graph replay of K back-to-back calls,
-// fork/join once per graph, median of R), with and without programmatic
-// dependent launch; then an in-kernel trace of the full one-shot (block 0
-// of every rank: when it started on the global timer, and the cycles of
-// each stage on its own multiprocessor's clock).
-// Output: CSV (argv[1]) and two tables on stdout.  A diagnosis, not a test.
+// fork/join once per graph, median of R), with plain launches, programmatic
+// dependent launch (PDL) and PDL with the early launch of the next call
+// (RCCLX_PDL_EARLY); then a trace of the library's own flat and Lamport
+// kernels through rcclx/trace.h's hook (block 0 of every rank: when each
+// call's counters were read, on the global timer, and the SM cycles of each
+// stage after that).
+// Output: CSV (argv[1]) and tables on stdout.  A diagnosis, not a test.
+#include <cstdint>
+
+// The hook (rcclx/trace.h), defined before rcclx is included: thread 0 of
+// block 0 stamps lib_trace[rank][call % TRACE_CALLS] with stores only (a
+// fixed array: no load on the kernel's path).
+#define TRACE_CALLS 64
+__device__ void lib_trace_stamp(int rank, uint32_t call, int stage);
+#define RCCLX_TRACE(c, call, stage) lib_trace_stamp((c).rank, (call), (stage))
 #include "timing.h"
 
 typedef rcclx_bf16 bf;
+
+struct trace_rec {
+  unsigned long long start_ns, cyc[5];  // stage 0 on the global timer; the SM clock at stages 0..4
+};
+__device__ trace_rec lib_trace[RCCLX_MAX_RANKS * TRACE_CALLS];
+__device__ void lib_trace_stamp(int rank, uint32_t call, int stage) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  trace_rec* r = &lib_trace[rank * TRACE_CALLS + call % TRACE_CALLS];
+  if (stage == 0) r->start_ns = rcclx_wall_ns();
+  r->cyc[stage] = clock64();
+}
+__global__ void lib_trace_read(trace_rec* out) {
+  for (int i = threadIdx.x; i < RCCLX_MAX_RANKS * TRACE_CALLS; i += blockDim.x) out[i] = lib_trace[i];
+}
 
 __global__ void empty_kernel() {}
 // The same grid as the collective, with the dependent-launch calls.
@@ -17,14 +41,6 @@ __global__ void empty_grid_kernel() {
   rcclx_grid_dependents_launch();
 }
 
-// One trace record per (rank, call % TRACE_CALLS): start time (global ns),
-// cycles of open / copy-in / barrier / reduce, time the barrier passed.
-#define TRACE_CALLS 64
-#define TRACE_WORDS 8
-struct trace_rec {
-  unsigned long long start_ns, open_cyc, copy_cyc, barrier_cyc, reduce_cyc, passed_ns, pad0, pad1;
-};
-
 // STEPS: 0 = open and close the call (counters, barrier session); 1 = + the
 // staging copy; 2 = + the barrier; 3 = + the reduction: the staged flat
 // kernel of rcclx/dda/kernels.h, stage for stage.  4 = 3, but the
@@ -32,16 +48,11 @@ struct trace_rec {
 // peers' (same loads, no peer memory): whether peer data costs more.
 template <int STEPS>
 __global__ void __launch_bounds__(RCCLX_MAX_THREADS)
-    probe_kernel(rcclx_dev_comm c, const bf* send, bf* recv, size_t n, uint32_t sig, trace_rec* trace) {
+    probe_kernel(rcclx_dev_comm c, const bf* send, bf* recv, size_t n, uint32_t sig) {
   __shared__ rcclx_call_card cards[RCCLX_MAX_RANKS], own[RCCLX_MAX_RANKS];
-  // Stamps in shared memory, written by thread 0 only: no registers held
-  // across the stages (the full variant must not spill).
-  __shared__ unsigned long long stamp[7];
-  const bool t0 = threadIdx.x == 0;
-  if (t0) stamp[0] = rcclx_wall_ns(), stamp[1] = clock64();
   rcclx_dda_call k = rcclx_dda_open_call(c);
+  rcclx_dda_launch_next_early(c);
   k.nvec = (n + 7) / 8;
-  if (t0) stamp[2] = clock64();
   if (STEPS >= 1) {
     const size_t off = rcclx_dda_staged_offset(c, k.call);
     rcclx_dda_cards_at(c, off, cards);
@@ -51,27 +62,16 @@ __global__ void __launch_bounds__(RCCLX_MAX_THREADS)
     }
     rcclx_dda_copy_in(send, (char*)c.bufs[c.rank] + off, n, k.nvec);
   }
-  if (t0) stamp[3] = clock64();
   if (STEPS >= 2 && rcclx_dda_first_barrier(c, &k, sig, RCCLX_SRC_STAGED, send, recv, cards)) return;
-  if (t0) stamp[4] = clock64(), stamp[5] = rcclx_wall_ns();
   rcclx_dda_done_waiting();
   if (STEPS >= 3) {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < k.nvec; v += stride)
+    for (size_t v = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, (int)gridDim.x); v < k.nvec;
+         v += stride)
       rcclx_store_vec_clipped(recv, v, n,
                               rcclx_dda_reduce_sources<bf, RCCLX_SUM, 8>(STEPS >= 4 ? own : cards, c.nranks, v, n));
   }
-  if (t0) stamp[6] = clock64();
   rcclx_dda_finish_call(c, &k);
-  if (trace && blockIdx.x == 0 && t0) {
-    trace_rec* r = &trace[c.rank * TRACE_CALLS + k.call % TRACE_CALLS];
-    r->start_ns = stamp[0];
-    r->open_cyc = stamp[2] - stamp[1];
-    r->copy_cyc = stamp[3] - stamp[2];
-    r->barrier_cyc = stamp[4] - stamp[3];
-    r->reduce_cyc = stamp[6] - stamp[4];
-    r->passed_ns = stamp[5];
-  }
 }
 
 static double median(std::vector<double> v) {
@@ -89,17 +89,23 @@ int main(int argc, char** argv) {
   for (int N : {2, 8}) {
     // solo_*: the one-stream variants, which run on rank 0 alone, get ranks
     // of their own (the others' call counts must stay in step).
-    rank_set on, off, solo_on, solo_off;
-    RK(on.init(N));
-    RK(solo_on.init(N));
+    // early: RCCLX_PDL_EARLY, the next call's kernel scheduled as soon as
+    // this one starts (rcclx_dda_launch_next_early).
+    rank_set on, off, early, solo_on, solo_off;
     rcclx_config cfg = {};
+    cfg.pdl = RCCLX_PDL_AUTO;
+    RK(on.init(N, &cfg));
+    RK(solo_on.init(N, &cfg));
     cfg.pdl = RCCLX_PDL_OFF;
     RK(off.init(N, &cfg));
     RK(solo_off.init(N, &cfg));
+    cfg.pdl = RCCLX_PDL_EARLY;
+    RK(early.init(N, &cfg));
+    printf("(N=%d: grid %d blocks; with RCCLX_PDL_EARLY %d, early launch %s)\n", N, on.comm[0].view.nblocks,
+           early.comm[0].view.nblocks, early.comm[0].view.flags & RCCLX_VIEW_LAUNCH_EARLY ? "on" : "NOT applied");
     std::vector<void*> in(N), out(N);  // 64 KiB: the largest row
-    trace_rec* trace = nullptr;
+    trace_rec* trace = nullptr;  // lib_trace read back
     CK(hipMalloc(&trace, sizeof(trace_rec) * RCCLX_MAX_RANKS * TRACE_CALLS));
-    CK(hipMemset(trace, 0, sizeof(trace_rec) * RCCLX_MAX_RANKS * TRACE_CALLS));
     for (int r = 0; r < N; ++r) {
       CK(hipMalloc(&in[r], max_bytes));
       CK(hipMalloc(&out[r], max_bytes));
@@ -116,36 +122,42 @@ int main(int argc, char** argv) {
       fflush(stdout);
     };
     row("empty<<<1,32>>>", 0, 0, floor);
-    for (int pdl : {0, 1}) {
-      rank_set& rs = pdl ? on : off;
-      rank_set& solo = pdl ? solo_on : solo_off;
-      row("empty, comm grid", pdl, 0, time_graph(rs, [&](int r) {
-            CK(rcclx_launch(empty_grid_kernel, grid, block, rs.stream[r], pdl));
-          }));
-      row("one stream: empty, comm grid", pdl, 0, time_graph(solo, [&](int r) {
-            if (r == 0) CK(rcclx_launch(empty_grid_kernel, grid, block, solo.stream[r], pdl));
-          }));
-      row("one stream: open+close", pdl, 0, time_graph(solo, [&](int r) {
-            if (r == 0)
-              CK(rcclx_launch(probe_kernel<0>, grid, block, solo.stream[r], pdl, solo.comm[r].view,
-                              (const bf*)in[r], (bf*)out[r], n, sig, (trace_rec*)nullptr));
-          }));
+    // mode (the CSV's pdl column): 0 plain launches, 1 PDL (the default),
+    // 2 PDL with the early launch of the next call.
+    for (int mode : {0, 1, 2}) {
+      rank_set& rs = mode == 0 ? off : mode == 1 ? on : early;
+      rank_set& solo = mode ? solo_on : solo_off;
+      const int pdl = mode > 0;
+      auto row_m = [&](const char* name, size_t b, double us) { row(name, mode, b, us); };
+      if (mode < 2) {
+        row("empty, comm grid", pdl, 0, time_graph(rs, [&](int r) {
+              CK(rcclx_launch(empty_grid_kernel, grid, block, rs.stream[r], pdl));
+            }));
+        row("one stream: empty, comm grid", pdl, 0, time_graph(solo, [&](int r) {
+              if (r == 0) CK(rcclx_launch(empty_grid_kernel, grid, block, solo.stream[r], pdl));
+            }));
+        row("one stream: open+close", pdl, 0, time_graph(solo, [&](int r) {
+              if (r == 0)
+                CK(rcclx_launch(probe_kernel<0>, grid, block, solo.stream[r], pdl, solo.comm[r].view,
+                                (const bf*)in[r], (bf*)out[r], n, sig));
+            }));
+      }
       const char* names[] = {"open+close", "+ copy-in", "+ barrier", "+ reduce (= staged flat)",
                              "  reduce of own data only"};
       for (int s = 0; s < 5; ++s) {
-        void (*k)(rcclx_dev_comm, const bf*, bf*, size_t, uint32_t, trace_rec*) =
+        void (*k)(rcclx_dev_comm, const bf*, bf*, size_t, uint32_t) =
             s == 0 ? probe_kernel<0> : s == 1 ? probe_kernel<1> : s == 2 ? probe_kernel<2>
                    : s == 3 ? probe_kernel<3> : probe_kernel<4>;
-        row(names[s], pdl, bytes, time_graph(rs, [&](int r) {
-              CK(rcclx_launch(k, grid, block, rs.stream[r], pdl, rs.comm[r].view, (const bf*)in[r], (bf*)out[r], n,
-                              sig, (trace_rec*)nullptr));
+        row_m(names[s], bytes, time_graph(rs, [&](int r) {
+              CK(rcclx_launch(k, dim3((unsigned)rs.comm[r].view.nblocks), block, rs.stream[r], pdl, rs.comm[r].view,
+                              (const bf*)in[r], (bf*)out[r], n, sig));
             }));
       }
       for (size_t b : {(size_t)1 << 10, bytes, (size_t)64 << 10}) {
         for (rcclx_algo a : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
           char name[64];
           snprintf(name, sizeof name, "library %s %zu KiB", rcclx_algo_name(a), b >> 10);
-          row(name, pdl, b, time_graph(rs, [&](int r) {
+          row_m(name, b, time_graph(rs, [&](int r) {
                 RK(rcclx_allreduce(&rs.comm[r], in[r], out[r], b / 2, RCCLX_BFLOAT16, RCCLX_SUM, a, rs.stream[r]));
               }));
         }
@@ -172,51 +184,56 @@ int main(int argc, char** argv) {
       for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&small.comm[r], nullptr));
     }
 
-    // The trace: the full staged flat, no PDL, 64 calls in one graph.
-    hipGraphExec_t ge;
-    CK(off.capture(TRACE_CALLS, [&](int r) {
-      CK(rcclx_launch(probe_kernel<3>, grid, block, off.stream[r], 0, off.comm[r].view, (const bf*)in[r],
-                      (bf*)out[r], n, sig, trace));
-    }, &ge));
-    for (int w = 0; w < 3; ++w) CK(hipGraphLaunch(ge, off.stream[0]));
-    CK(hipStreamSynchronize(off.stream[0]));
-    CK(hipGraphExecDestroy(ge));
-    std::vector<trace_rec> t(RCCLX_MAX_RANKS * TRACE_CALLS);
-    CK(hipMemcpy(t.data(), trace, sizeof(trace_rec) * t.size(), hipMemcpyDeviceToHost));
-    // Per call: each rank's start relative to the first rank's; the last
-    // starter's stages; the barrier pass relative to the last start.
-    std::vector<double> spread, last_open, last_copy, last_bar, last_red, first_bar, pass_after_last, period;
-    const double ns_per_cyc = 1e6 / clock_khz;
-    for (int k = 1; k < TRACE_CALLS - 1; ++k) {
-      unsigned long long lo = ~0ull, hi = 0;
-      int last = 0, first = 0;
-      for (int r = 0; r < N; ++r) {
-        const trace_rec& x = t[r * TRACE_CALLS + k];
-        if (x.start_ns < lo) { lo = x.start_ns; first = r; }
-        if (x.start_ns > hi) { hi = x.start_ns; last = r; }
+    // The trace: 64 calls of the library's flat and Lamport kernels in one
+    // graph (16 KiB), with PDL and with the early launch.  Per call: the
+    // ranks' start spread (stage 0 on the global timer); the last starter's
+    // stages (rcclx/trace.h: 0-1 its data out, 1-2 its peers' data here,
+    // 2-3 written, 3-4 closed); how long the first starter waited (1-2).
+    for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT})
+      for (int mode : {1, 2}) {
+        rank_set& ts = mode == 1 ? on : early;
+        hipGraphExec_t ge;
+        CK(ts.capture(TRACE_CALLS, [&](int r) {
+          RK(rcclx_allreduce(&ts.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, algo, ts.stream[r]));
+        }, &ge));
+        for (int w = 0; w < 3; ++w) CK(hipGraphLaunch(ge, ts.stream[0]));
+        CK(hipStreamSynchronize(ts.stream[0]));
+        CK(hipGraphExecDestroy(ge));
+        lib_trace_read<<<1, 256, 0, ts.stream[0]>>>(trace);
+        CK(hipGetLastError());
+        std::vector<trace_rec> t(RCCLX_MAX_RANKS * TRACE_CALLS);
+        CK(hipMemcpy(t.data(), trace, sizeof(trace_rec) * t.size(), hipMemcpyDeviceToHost));
+        const double us_per_cyc = 1e3 / clock_khz;
+        std::vector<double> spread, period, first_wait, d[4];
+        for (int k = 1; k < TRACE_CALLS - 1; ++k) {
+          unsigned long long lo = ~0ull, hi = 0;
+          int last = 0, first = 0;
+          for (int r = 0; r < N; ++r) {
+            const trace_rec& x = t[r * TRACE_CALLS + k];
+            if (x.start_ns < lo) { lo = x.start_ns; first = r; }
+            if (x.start_ns > hi) { hi = x.start_ns; last = r; }
+          }
+          const trace_rec& L = t[last * TRACE_CALLS + k];
+          const trace_rec& F = t[first * TRACE_CALLS + k];
+          spread.push_back((hi - lo) / 1e3);
+          for (int i = 0; i < 4; ++i) d[i].push_back((L.cyc[i + 1] - L.cyc[i]) * us_per_cyc);
+          first_wait.push_back((F.cyc[2] - F.cyc[1]) * us_per_cyc);
+          period.push_back(((long long)t[k + 1].start_ns - (long long)t[k].start_ns) / 1e3);
+        }
+        const char* m = mode == 1 ? "PDL" : "early";
+        printf("trace N=%d %s %s 16 KiB (median of %zu calls, us; SM cycles at the nominal %d MHz):\n", N,
+               rcclx_algo_name(algo), m, spread.size(), clock_khz / 1000);
+        printf("  rank 0 period %.2f | start spread %.2f | last starter: out %.2f  peers %.2f  written %.2f  closed %.2f"
+               " | first starter waits %.2f\n", median(period), median(spread), median(d[0]), median(d[1]),
+               median(d[2]), median(d[3]), median(first_wait));
+        const char* what[] = {"period", "start_spread", "last_out", "last_peers", "last_written", "last_closed",
+                              "first_wait"};
+        const double val[] = {median(period), median(spread), median(d[0]), median(d[1]), median(d[2]),
+                              median(d[3]), median(first_wait)};
+        for (int i = 0; i < 7; ++i)
+          fprintf(csv, "%d,trace_%s_%s,%d,%zu,%.3f,%.3f,\n", N, rcclx_algo_name(algo), what[i], mode, bytes, val[i],
+                  floor);
       }
-      const trace_rec& L = t[last * TRACE_CALLS + k];
-      spread.push_back((hi - lo) / 1e3);
-      last_open.push_back(L.open_cyc * ns_per_cyc / 1e3);
-      last_copy.push_back(L.copy_cyc * ns_per_cyc / 1e3);
-      last_bar.push_back(L.barrier_cyc * ns_per_cyc / 1e3);
-      last_red.push_back(L.reduce_cyc * ns_per_cyc / 1e3);
-      first_bar.push_back(t[first * TRACE_CALLS + k].barrier_cyc * ns_per_cyc / 1e3);
-      pass_after_last.push_back(((long long)L.passed_ns - (long long)hi) / 1e3);
-      period.push_back(((long long)t[0 * TRACE_CALLS + k + 1].start_ns - (long long)t[0 * TRACE_CALLS + k].start_ns) / 1e3);
-    }
-    printf("trace N=%d (median over %zu calls, us; cycles at the nominal %d MHz):\n", N, spread.size(), clock_khz / 1000);
-    printf("  rank 0 start-to-start period %.2f | start spread first->last rank %.2f\n", median(period), median(spread));
-    printf("  last starter: open %.2f  copy-in %.2f  barrier %.2f  reduce %.2f | its barrier passed %.2f after its start\n",
-           median(last_open), median(last_copy), median(last_bar), median(last_red), median(pass_after_last));
-    printf("  first starter's barrier wait %.2f\n", median(first_bar));
-    fprintf(csv, "%d,trace_period,0,%zu,%.3f,%.3f,\n", N, bytes, median(period), floor);
-    fprintf(csv, "%d,trace_start_spread,0,%zu,%.3f,%.3f,\n", N, bytes, median(spread), floor);
-    fprintf(csv, "%d,trace_last_open,0,%zu,%.3f,%.3f,\n", N, bytes, median(last_open), floor);
-    fprintf(csv, "%d,trace_last_copy,0,%zu,%.3f,%.3f,\n", N, bytes, median(last_copy), floor);
-    fprintf(csv, "%d,trace_last_barrier,0,%zu,%.3f,%.3f,\n", N, bytes, median(last_bar), floor);
-    fprintf(csv, "%d,trace_last_reduce,0,%zu,%.3f,%.3f,\n", N, bytes, median(last_red), floor);
-    fprintf(csv, "%d,trace_last_pass_after_start,0,%zu,%.3f,%.3f,\n", N, bytes, median(pass_after_last), floor);
     for (int r = 0; r < N; ++r) {
       (void)hipFree(in[r]);
       (void)hipFree(out[r]);

@@ -10,9 +10,8 @@
 # Every step has a time cap inside an overall deadline (RCCLX_DEADLINE_S,
 # default 230 s), so a hang costs its cap, never the session.
 # Usage: bash bench/device-run.sh [GROUP...], groups: tests sanitize
-# fusion latency bench_dda bench_lowp bench_fusion fp8_bench torch, or all
-# (default);
-# probe and bisect (diagnoses) run only when named.
+# fusion latency bench_dda early bench_lowp bench_fusion fp8_bench torch, or
+# all (default); probe and bisect (diagnoses) run only when named.
 set -uo pipefail
 what=" ${*:-all} "
 want() { [[ $what == *" all "* || $what == *" $1 "* ]]; }
@@ -130,6 +129,13 @@ fi
 want bench_lowp && { step bench_lowp 45 ./$BIN/bench_lowp "$OUT/bench_lowp.csv" || rc=1; }
 want latency && { step bench_latency 60 ./$BIN/bench_latency "$OUT/bench_latency.csv" || rc=1; }
 want bench_dda && { step bench_dda 150 ./$BIN/bench_dda "$OUT/bench_dda.csv" || rc=1; }
+if want early; then
+  # RCCLX_PDL=2 (rcclx_config.pdl): with virtual ranks the next call's
+  # kernel is scheduled as soon as this one starts.  Its tests (with a
+  # watchdog: a co-residency deadlock becomes an error), then the sweep.
+  step gpu_dda_early 170 env RCCLX_PDL=2 RCCLX_WATCHDOG_MS=20000 $T "[dda]" -d yes || rc=1
+  step bench_dda_early 150 env RCCLX_PDL=2 ./$BIN/bench_dda "$OUT/bench_dda_early.csv" || rc=1
+fi
 if [[ $what == *" probe "* ]]; then  # the DDA sweep on smaller fixed grids (RCCLX_NBLOCKS), logs only
   for nb in 1 4; do step "bench_dda_nblocks$nb" 90 env RCCLX_NBLOCKS=$nb ./$BIN/bench_dda "$LOG/bench_dda_nblocks$nb.csv" || rc=1; done
 fi
@@ -152,7 +158,7 @@ fi
 {
   cat "$LOG/gpu.txt"
   printf '%s\n' "${status_lines[@]}"
-  for f in gpu_dda gpu_lowp gpu_fusion gpu_fp8 ipc_2procs ipc_4procs; do
+  for f in gpu_dda gpu_dda_early gpu_lowp gpu_fusion gpu_fp8 ipc_2procs ipc_4procs; do
     [[ -f $LOG/$f.log ]] && { echo "--- $f"; grep -E "passed|failed|FAILED|test cases|assertions" "$LOG/$f.log" | tail -4; }
   done
   for f in torch_bridge_2procs torch_bridge_4procs torch_jit; do

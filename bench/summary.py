@@ -17,9 +17,8 @@ if fp8:
         print("  %-28s %8.4f ms %8.1f GB/s %6.1f%%" % (r["what"], float(r["ms"]), float(r["GBps"]),
                                                      100 * float(r["frac_of_copy_roofline"])))
 
-dda = rows("bench_dda.csv")
-if dda:
-    print("DDA bf16 AllReduce, us per call (graph replay median); floor = empty kernel per rank;"
+def dda_tables(dda, label):
+    print("DDA bf16 AllReduce" + label + ", us per call (graph replay median); floor = empty kernel per rank;"
           " %copy = copy of unique bytes / time; zc: input already in the registered buffer;"
           " staged: never direct; sys: system-scope barriers")
     cols = ("flat", "tree", "lamport", "auto", "auto_zc", "auto_staged", "flat_sys", "auto_sys")
@@ -33,7 +32,7 @@ if dda:
             float(same["auto"]["empty_us"]), frac("auto"), frac("auto_zc")))
     fj = [x for x in dda if x["algo"].endswith("_fj") and x["dtype"] == "bf16"]
     if fj:
-        print("Small messages with fork/join around every call (issue #3's floor method), us per call;"
+        print("Small messages" + label + " with fork/join around every call (issue #3's floor method), us per call;"
               " over = time - floor_fj")
         for n, b in sorted({(int(x["nranks"]), int(x["bytes"])) for x in fj}):
             same = {x["algo"]: x for x in fj if int(x["nranks"]) == n and int(x["bytes"]) == b}
@@ -41,6 +40,13 @@ if dda:
             print("  %-3d %9d  floor_fj %6.2f  flat %6.2f (over %5.2f)  auto %6.2f (over %5.2f)" % (
                 n, b, floor, float(same["flat_fj"]["us"]), float(same["flat_fj"]["us"]) - floor,
                 float(same["auto_fj"]["us"]), float(same["auto_fj"]["us"]) - floor))
+
+
+
+dda = rows("bench_dda.csv")
+for name, label in (("bench_dda.csv", ""), ("bench_dda_early.csv", " (RCCLX_PDL=2: next call launched early)")):
+    if rows(name):
+        dda_tables(rows(name), label)
 
 lp = rows("bench_lowp.csv")
 if lp:

@@ -149,6 +149,13 @@ typedef struct rcclx_signal {
  * collective may read peers' send buffers and write its shard into their
  * receive buffers directly, with no staging copy (rcclx/dda/kernels.h). */
 #define RCCLX_VIEW_DIRECT 2u
+/* The DDA kernels let the stream's next kernel be scheduled as soon as they
+ * start (rcclx_dda_launch_next_early in rcclx/signal.h), not after their
+ * last wait on a peer: set where programmatic dependent launch is used and
+ * two grids of every rank on the GPU fit at once (rcclx_comm_fill_view_,
+ * rcclx_config.pdl).  Unlike the other flags it may differ between ranks:
+ * it only moves when a rank's next kernel is scheduled. */
+#define RCCLX_VIEW_LAUNCH_EARLY 4u
 
 typedef struct rcclx_dev_comm {
   int32_t rank, nranks;
@@ -185,9 +192,20 @@ typedef struct rcclx_config {
    * per rank (IPC) never uses it. */
   int direct;
   /* Programmatic dependent launch of the DDA kernels (rcclx_launch in
-   * rcclx/platform.h; RCCLX_PDL): RCCLX_PDL_AUTO (0) uses it where the
-   * device has it (NVIDIA sm_90+), so a call's kernel is scheduled while
-   * the stream's previous kernel finishes; RCCLX_PDL_OFF never. */
+   * rcclx/platform.h; RCCLX_PDL), where the device has it (NVIDIA sm_90+):
+   * a call's kernel is scheduled while the stream's previous one runs, and
+   * waits for it on the GPU before touching memory.
+   *   RCCLX_PDL_AUTO (0): a DDA kernel lets the next one be scheduled after
+   *     its last wait on a peer; with one rank per GPU already when it
+   *     starts (RCCLX_VIEW_LAUNCH_EARLY), so the next call's launch is off
+   *     the critical path.
+   *   RCCLX_PDL_OFF (1): plain launches.
+   *   RCCLX_PDL_EARLY (2): as AUTO, and RCCLX_VIEW_LAUNCH_EARLY also with
+   *     several ranks on one GPU (virtual ranks).  There a rank's stream
+   *     may then hold two grids (the running call's, the next one's
+   *     waiting), so the fixed grid is halved (rcclx_comm_grid_): the
+   *     same blocks in all, fewer per call, which costs large messages
+   *     bandwidth.  Opt-in, for latency-bound use. */
   int pdl;
 } rcclx_config;
 #define RCCLX_DIRECT_AUTO 0
@@ -195,6 +213,7 @@ typedef struct rcclx_config {
 #define RCCLX_DIRECT_ON 2
 #define RCCLX_PDL_AUTO 0
 #define RCCLX_PDL_OFF 1
+#define RCCLX_PDL_EARLY 2
 
 typedef enum { RCCLX_COMM_LOCAL = 1, RCCLX_COMM_IPC = 2 } rcclx_comm_kind;
 
@@ -245,7 +264,7 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
   if (!c.pdl) c.pdl = (int)rcclx_env_size("RCCLX_PDL", RCCLX_PDL_AUTO);
   if (c.system_scope < 0 || c.system_scope > 1) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.direct < RCCLX_DIRECT_AUTO || c.direct > RCCLX_DIRECT_ON) return RCCLX_ERR_INVALID_ARGUMENT;
-  if (c.pdl < RCCLX_PDL_AUTO || c.pdl > RCCLX_PDL_OFF) return RCCLX_ERR_INVALID_ARGUMENT;
+  if (c.pdl < RCCLX_PDL_AUTO || c.pdl > RCCLX_PDL_EARLY) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.region_bytes < 4096 || (c.region_bytes & 4095u) || c.region_bytes >= ((size_t)1 << 36))
     return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.nthreads < 64 || c.nthreads > RCCLX_MAX_THREADS || (c.nthreads & 63)) return RCCLX_ERR_INVALID_ARGUMENT;

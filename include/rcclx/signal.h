@@ -132,9 +132,10 @@ RCCLX_DEVICE int rcclx_barrier_sync(const rcclx_dev_comm& c, rcclx_barrier* b, u
     }
     if (!bad && cards) cards[t] = me->call_card[slot][t][e & 1u];
   }
-  const int timeout = __syncthreads_or(bad == RCCLX_BARRIER_TIMEOUT);
-  const int mismatch = __syncthreads_or(bad == RCCLX_BARRIER_MISMATCH);
-  return timeout ? RCCLX_BARRIER_TIMEOUT : (mismatch ? RCCLX_BARRIER_MISMATCH : RCCLX_BARRIER_OK);
+  /* One block-wide vote on the common path; which error only when one
+   * happened (the vote's result is the same in every thread). */
+  if (!__syncthreads_or(bad != RCCLX_BARRIER_OK)) return RCCLX_BARRIER_OK;
+  return __syncthreads_or(bad == RCCLX_BARRIER_TIMEOUT) ? RCCLX_BARRIER_TIMEOUT : RCCLX_BARRIER_MISMATCH;
 }
 
 /* The card of a barrier that exchanges none. */
@@ -159,6 +160,17 @@ RCCLX_DEVICE void rcclx_barrier_close(const rcclx_dev_comm& c, const rcclx_barri
  * multiprocessors; once no block of this grid waits on anyone, this grid
  * completes whatever the peers do, so the next kernel's wait is bounded. */
 RCCLX_DEVICE void rcclx_dda_done_waiting(void) { rcclx_grid_dependents_launch(); }
+
+/* Views with RCCLX_VIEW_LAUNCH_EARLY: lets the stream's next kernel be
+ * scheduled now, so its launch overlaps this call and its blocks wait
+ * resident (in their rcclx_grid_dependency_wait) for this grid to
+ * complete.  Every block calls it right after its own
+ * rcclx_grid_dependency_wait: the stream's previous kernel has completed
+ * by then, so a stream never holds more than two grids, the room the flag
+ * promises (rcclx_comm_fill_view_).  Elsewhere a no-op. */
+RCCLX_DEVICE void rcclx_dda_launch_next_early(const rcclx_dev_comm& c) {
+  if (c.flags & RCCLX_VIEW_LAUNCH_EARLY) rcclx_grid_dependents_launch();
+}
 
 /* One barrier as a whole session (open, sync, close): for kernels with a
  * single barrier, or that interleave them with other work freely. */

@@ -59,9 +59,11 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 16, 0, 4096) == RCCLX_ALGO_FLAT);  // threshold 0: off
   CHECK(rcclx_dda_choose(RCCLX_ALGO_FLAT, 16, 1024, 4096) == RCCLX_ALGO_FLAT);
   CHECK(rcclx_dda_choose(RCCLX_ALGO_LAMPORT, 1 << 20, 1024, 4096) == RCCLX_ALGO_LAMPORT);
-  unsetenv("RCCLX_LAMPORT_MAX_BYTES");  // measured defaults: 2 ranks only
+  unsetenv("RCCLX_LAMPORT_MAX_BYTES");  // measured defaults: up to 4 ranks
   CHECK(rcclx_default_lamport_max_bytes(2) == (size_t)64 << 10);
-  CHECK(rcclx_default_lamport_max_bytes(4) == 0);
+  CHECK(rcclx_default_lamport_max_bytes(3) == (size_t)64 << 10);
+  CHECK(rcclx_default_lamport_max_bytes(4) == (size_t)64 << 10);
+  CHECK(rcclx_default_lamport_max_bytes(5) == 0);
   CHECK(rcclx_default_lamport_max_bytes(8) == 0);
   setenv("RCCLX_LAMPORT_MAX_BYTES", "1000000000", 1);  // capped at what a slot holds
   CHECK(rcclx_default_lamport_max_bytes(8) == RCCLX_LAMPORT_MAX_BYTES);
@@ -93,7 +95,7 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
   in.system_scope = 0; in.direct = RCCLX_DIRECT_ON + 1;
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
-  in.direct = 0; in.pdl = RCCLX_PDL_OFF + 1;
+  in.direct = 0; in.pdl = RCCLX_PDL_EARLY + 1;
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
   in.pdl = 0;
   unsetenv("RCCLX_DIRECT");
@@ -110,7 +112,10 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(out.direct == RCCLX_DIRECT_OFF);
   CHECK(out.system_scope == 1);
   CHECK(out.pdl == RCCLX_PDL_OFF);
-  setenv("RCCLX_PDL", "2", 1);  // out of range from the environment too
+  setenv("RCCLX_PDL", "2", 1);
+  REQUIRE(rcclx_config_resolve(&in, &out) == RCCLX_SUCCESS);
+  CHECK(out.pdl == RCCLX_PDL_EARLY);
+  setenv("RCCLX_PDL", "3", 1);  // out of range from the environment too
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
   unsetenv("RCCLX_DIRECT");
   unsetenv("RCCLX_SYSTEM_SCOPE");

@@ -309,6 +309,97 @@ TEST_CASE("dda allreduce: graph capture and 1000 replays with changing data", "[
   repeated(3, 1000, true, RCCLX_ALGO_AUTO, 1 << 20, true);
 }
 
+// Collectives back to back, nothing between them on a rank's stream, so
+// with programmatic dependent launch each kernel is scheduled while the
+// previous one runs (RCCLX_PDL_EARLY: as soon as it starts, its blocks then
+// wait resident).  Each call reduces the previous call's output, cycling
+// through flat, Lamport, tree and auto; with N a power of two every call
+// after the first multiplies exactly by N, so the chain's last output is
+// N^(L-1) times the first call's result, bit for bit.  Eager (3 chains with
+// fresh inputs, no sync between calls) and as one graph replayed 3 times
+// with fresh inputs between replays.
+static void chain(int N, int pdl_mode, bool graph) {
+  rcclx_config cfg = {};
+  cfg.pdl = pdl_mode;
+  rank_set rs;
+  REQUIRE(rs.init(N, &cfg) == RCCLX_SUCCESS);
+  rcclx_config used;  // cfg as the environment completes it (RCCLX_PDL)
+  REQUIRE(rcclx_config_resolve(&cfg, &used) == RCCLX_SUCCESS);
+  if (rs.comm[0].ranks_on_device > 1)  // virtual ranks: early only when asked for
+    CHECK(((rs.comm[0].view.flags & RCCLX_VIEW_LAUNCH_EARLY) != 0) ==
+          (used.pdl == RCCLX_PDL_EARLY && rcclx_pdl_supported(rs.dev[0]) != 0));
+  const size_t n = 5003;  // odd: a partial last vector
+  const int L = 12;       // N^11 <= 2^33: exact in bf16
+  const rcclx_algo algos[] = {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT, RCCLX_ALGO_TREE, RCCLX_ALGO_AUTO};
+  std::vector<rcclx_bf16*> in(N), a(N), b(N);
+  for (int r = 0; r < N; ++r) {
+    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+    GPU_REQUIRE(hipMalloc((void**)&in[r], n * 2));
+    GPU_REQUIRE(hipMalloc((void**)&a[r], n * 2));
+    GPU_REQUIRE(hipMalloc((void**)&b[r], n * 2));
+  }
+  rcclx_bf16** last = (L - 1) % 2 ? b.data() : a.data();
+  auto step = [&](int r) {
+    for (int i = 0; i < L; ++i) {
+      const rcclx_bf16* src = i == 0 ? in[r] : i % 2 ? a[r] : b[r];
+      rcclx_bf16* dst = i % 2 ? b[r] : a[r];
+      REQUIRE(rcclx_allreduce(&rs.comm[r], src, dst, n, RCCLX_BFLOAT16, RCCLX_SUM, algos[i % 4], rs.stream[r]) ==
+              RCCLX_SUCCESS);
+    }
+  };
+  hipGraphExec_t ge = nullptr;
+  if (graph) GPU_REQUIRE(rs.capture(1, step, &ge));
+  std::mt19937 rng(41 + N);
+  std::normal_distribution<float> nd;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<std::vector<rcclx_bf16>> x(N, std::vector<rcclx_bf16>(n));
+    for (int r = 0; r < N; ++r) {
+      for (auto& e : x[r]) e = rcclx_from_f32<rcclx_bf16>(nd(rng));
+      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+      GPU_REQUIRE(hipMemcpy(in[r], x[r].data(), n * 2, hipMemcpyHostToDevice));
+      GPU_REQUIRE(hipMemset(last[r], 0xFF, n * 2));  // poison
+    }
+    GPU_REQUIRE(rs.settle());
+    if (graph) {
+      GPU_REQUIRE(hipGraphLaunch(ge, rs.stream[0]));
+    } else {
+      for (int r = 0; r < N; ++r) {
+        GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+        step(r);
+      }
+    }
+    GPU_REQUIRE(rs.sync());
+    const double scale = std::pow((double)N, L - 1);
+    size_t bad = 0;
+    std::vector<rcclx_bf16> h(n);
+    for (int r = 0; r < N; ++r) {
+      GPU_REQUIRE(hipMemcpy(h.data(), last[r], n * 2, hipMemcpyDeviceToHost));
+      for (size_t i = 0; i < n; ++i) {
+        float acc = rcclx_to_f32(x[0][i]);
+        for (int q = 1; q < N; ++q) acc += rcclx_to_f32(x[q][i]);
+        const double want = (double)rcclx_to_f32(rcclx_from_f32<rcclx_bf16>(acc)) * scale;
+        if ((double)rcclx_to_f32(h[i]) != want && bad++ < 3)
+          WARN("rank " << r << " i=" << i << " got " << rcclx_to_f32(h[i]) << " want " << want);
+      }
+      CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+    }
+    INFO("N=" << N << " pdl=" << pdl_mode << " graph=" << graph << " rep " << rep);
+    CHECK(bad == 0);
+  }
+  if (ge) GPU_REQUIRE(hipGraphExecDestroy(ge));
+  for (int r = 0; r < N; ++r) {
+    (void)hipFree(in[r]);
+    (void)hipFree(a[r]);
+    (void)hipFree(b[r]);
+  }
+}
+
+TEST_CASE("dda allreduce: collectives back to back, each launched while the previous runs", "[gpu][dda]") {
+  for (int N : {2, 4, 8})
+    for (int mode : {RCCLX_PDL_AUTO, RCCLX_PDL_EARLY, RCCLX_PDL_OFF})
+      for (bool graph : {false, true}) chain(N, mode, graph);
+}
+
 // Lamport buffers rotate and are cleared by what each block read two calls
 // earlier: calls of changing sizes (and dtypes' vector counts), interleaved
 // with barrier-based calls, must each see only their own data.

@@ -18,6 +18,7 @@
 
 #include <rcclx/dda/plan.h>
 #include <rcclx/dda/tree.h>
+#include <rcclx/trace.h>
 
 #if defined(RCCLX_GPU_LANG)
 
@@ -77,6 +78,8 @@ template <typename T>
 RCCLX_DEVICE rcclx_dda_call rcclx_dda_begin_call(const rcclx_dev_comm& c, const T* send, size_t n, int src,
                                                  rcclx_call_card* cards) {
   rcclx_dda_call k = rcclx_dda_open_call(c);
+  rcclx_dda_launch_next_early(c);
+  RCCLX_TRACE(c, k.call, 0);
   k.nvec = (n + RCCLX_PACK_ELEMS(T) - 1) / RCCLX_PACK_ELEMS(T);
   if (src == RCCLX_SRC_DIRECT) return k;
   const size_t off = src == RCCLX_SRC_REGISTERED ? (size_t)RCCLX_REGION_INPUT * c.region_bytes
@@ -106,6 +109,20 @@ RCCLX_DEVICE int rcclx_dda_first_barrier(const rcclx_dev_comm& c, rcclx_dda_call
   return b != RCCLX_BARRIER_OK;
 }
 
+/* Ends a flat or tree call after its last data pass: the end barrier
+ * unless STAGED (the next call stages into the other half), then lets the
+ * stream's next kernel in and closes the call.  Returns 1 if the block must
+ * stop at once (a watchdog timeout: the call is not closed). */
+RCCLX_DEVICE int rcclx_dda_end_call(const rcclx_dev_comm& c, rcclx_dda_call* k, int src) {
+  if (src != RCCLX_SRC_STAGED) {
+    if (rcclx_barrier_sync(c, &k->bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return 1;
+    rcclx_dda_done_waiting();
+  }
+  rcclx_dda_finish_call(c, k);
+  RCCLX_TRACE(c, k->call, 4);
+  return 0;
+}
+
 /* One-shot: [copy-in] barrier reduce-all [end barrier if REGISTERED].
  * Never DIRECT: in place it would overwrite its input under its peers'
  * reads (rcclx_dda_resolve). */
@@ -114,16 +131,15 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
     rcclx_dda_flat_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig, int src) {
   __shared__ rcclx_call_card cards[RCCLX_MAX_RANKS];
   rcclx_dda_call k = rcclx_dda_begin_call(c, send, n, src, cards);
+  RCCLX_TRACE(c, k.call, 1);
   if (rcclx_dda_first_barrier(c, &k, sig, src, send, recv, cards)) return;
+  RCCLX_TRACE(c, k.call, 2);
   if (src == RCCLX_SRC_STAGED) rcclx_dda_done_waiting();
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t v = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, (int)gridDim.x); v < k.nvec; v += stride)
     rcclx_store_vec_clipped(recv, v, n, rcclx_dda_reduce_sources<T, OP, NMAX>(cards, c.nranks, v, n));
-  if (src != RCCLX_SRC_STAGED) {
-    if (rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
-    rcclx_dda_done_waiting();
-  }
-  rcclx_dda_finish_call(c, &k);
+  RCCLX_TRACE(c, k.call, 3);
+  (void)rcclx_dda_end_call(c, &k, src);
 }
 
 /* Two-shot: [copy-in] barrier reduce-own-shard barrier gather-all [end
@@ -135,7 +151,9 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
     rcclx_dda_tree_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig, int src) {
   __shared__ rcclx_call_card cards[RCCLX_MAX_RANKS];
   rcclx_dda_call k = rcclx_dda_begin_call(c, send, n, src, cards);
+  RCCLX_TRACE(c, k.call, 1);
   if (rcclx_dda_first_barrier(c, &k, sig, src, send, recv, cards)) return;
+  RCCLX_TRACE(c, k.call, 2);
   const size_t nvec = k.nvec, stride = (size_t)gridDim.x * blockDim.x;
   const size_t v0 = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, (int)gridDim.x);
   const size_t vps = rcclx_tree_shard_vectors(nvec, c.nranks);
@@ -154,11 +172,8 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
   const int skip = src == RCCLX_SRC_DIRECT ? c.rank : -1;
   if (src == RCCLX_SRC_STAGED) rcclx_dda_done_waiting();
   rcclx_dda_tree_gather<T>(cards, skip, v0, stride, vps, nvec, n, recv);
-  if (src != RCCLX_SRC_STAGED) {
-    if (rcclx_barrier_sync(c, &k.bar, 0, rcclx_no_card(), NULL) == RCCLX_BARRIER_TIMEOUT) return;
-    rcclx_dda_done_waiting();
-  }
-  rcclx_dda_finish_call(c, &k);
+  RCCLX_TRACE(c, k.call, 3);
+  (void)rcclx_dda_end_call(c, &k, src);
 }
 
 #endif /* RCCLX_GPU_LANG */

@@ -5,16 +5,18 @@
  * with one slot per source rank.  All bytes start as 0xFF: all-ones is a
  * NaN in fp32, fp16 and bf16 alike, and means "not arrived" for every
  * dtype, so the area needs no per-dtype reset.  A call k, in block b:
- *   1. clears (to all-ones) what block b read from buffer (k+2)%3 (that
- *      is, in call k-1), and its header there;
- *   2. pushes its input vectors into slot `rank` of buffer k%3 of every
- *      rank (this one included), and a header word (the call fingerprint)
- *      for block b;
- *   3. polls its own buffer k%3 until every source's vectors hold no
- *      all-ones element (all sources' loads in flight together; source
- *      q's header checked by thread q in the same loop), then reduces in
- *      rank order 0..nranks-1 in fp32 and rounds once: bitwise the flat
- *      kernel's result.
+ *   1. pushes its input vectors into slot `rank` of buffer k%3 of every
+ *      peer, and a header word (the call fingerprint) for block b (thread
+ *      q to peer q): first, because the peers wait for it;
+ *   2. clears (to all-ones) what block b read from buffer (k+2)%3 (that
+ *      is, in call k-1), and its headers there;
+ *   3. polls its own buffer k%3 until every peer's vectors hold no
+ *      all-ones element (all peers' loads in flight together; peer q's
+ *      header checked by thread q in the same loop), takes its own
+ *      contribution from `send` (never a round trip through memory), then
+ *      reduces in rank order 0..nranks-1 in fp32 and rounds once: bitwise
+ *      the flat kernel's result.
+ * A rank's own slot in its own area is never written nor read.
  * The vectors are dealt to the threads by the fixed mapping of every DDA
  * kernel (rcclx_grid_first_vector): a block clears in call k+1 exactly the
  * vectors it read in call k, whatever the counts.
@@ -34,6 +36,7 @@
 #pragma once
 
 #include <rcclx/dda/flat.h>
+#include <rcclx/trace.h>
 
 #if defined(RCCLX_GPU_LANG)
 
@@ -85,14 +88,16 @@ RCCLX_DEVICE rcclx_vec16 rcclx_lamport_poll(const rcclx_dev_comm& c, const char*
 
 /* Block b's header from `src` in buffer `buf`: all-ones until src's block b
  * pushed its fingerprint.  If it has arrived (*pending cleared) and differs
- * from sig, records RCCLX_ERR_RANK_MISMATCH and returns 1. */
+ * from sig, records RCCLX_ERR_RANK_MISMATCH, raises *seen (the block's
+ * shared flag, which stops its other pollers) and returns 1. */
 RCCLX_DEVICE int rcclx_lamport_header_mismatch(const rcclx_dev_comm& c, uint32_t buf, uint32_t sig, int* pending,
-                                               int b, int src, uint32_t call) {
+                                               int* seen, int b, int src, uint32_t call) {
   const uint32_t h = rcclx_lamport_poll(c, rcclx_lamport_slot(c, c.rank, buf, src) + (size_t)b * 16).w[0];
   if (h == 0xFFFFFFFFu) return 0;
   *pending = 0;
   if (h == sig) return 0;
   rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, b, src, call);
+  *(volatile int*)seen = 1;
   return 1;
 }
 
@@ -110,37 +115,48 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * threads still polling for data that peer may never send stop. */
   __shared__ int mismatch_seen;
   rcclx_grid_dependency_wait(); /* the previous kernel's writes (rcclx_dda_done_waiting) */
+  rcclx_dda_launch_next_early(c);
   /* Indices read once: under HIP they are runtime calls until the device
    * libraries are linked, and CI's ISA build links none. */
   const int b = (int)blockIdx.x, tid = (int)threadIdx.x, V = RCCLX_PACK_ELEMS(T);
   const size_t v0 = rcclx_grid_first_vector(b, tid, (int)gridDim.x), stride = (size_t)gridDim.x * blockDim.x;
   rcclx_signal* me = c.sigs[c.rank];
-  const uint32_t k = *(volatile const uint32_t*)&me->slot[b].lamport_calls;
+  /* The call count and the three buffers' clear extents: one line, all
+   * four loads in flight together. */
+  const volatile rcclx_slot_counters* ctr = &me->slot[b];
+  const uint32_t k = ctr->lamport_calls;
+  uint32_t extent[3];
+  RCCLX_UNROLL
+  for (int i = 0; i < 3; ++i) extent[i] = ctr->lamport_nvec[i];
   const uint32_t buf = k % 3u, clr = (k + 2u) % 3u;
   const size_t nvec = (n + V - 1) / V;
   const rcclx_vec16 ones = {{0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}};
   if (tid == 0) mismatch_seen = 0;
+  RCCLX_TRACE(c, k, 0);
 
-  /* 1. Clear buffer (k+2)%3: the vectors this block read there in call k-1. */
-  const size_t old = *(volatile const uint32_t*)&me->slot[b].lamport_nvec[clr];
-  for (int q = 0; q < c.nranks; ++q) {
-    char* s = rcclx_lamport_slot(c, c.rank, clr, q) + RCCLX_LAMPORT_HEADER_BYTES;
-    for (size_t v = v0; v < old; v += stride) rcclx_st16(s + v * 16, ones);
-    if (tid == 0) rcclx_st16(rcclx_lamport_slot(c, c.rank, clr, q) + (size_t)b * 16, ones);
-  }
-  /* (No fence: peers write there only after this kernel completed.) */
-
-  /* 2. Push into slot `rank` of buffer k%3 of every rank, then the header. */
+  /* 1. Push into slot `rank` of buffer k%3 of every peer, then the header. */
   for (size_t v = v0; v < nvec; v += stride) {
     const rcclx_vec16 x = rcclx_lamport_scrub<T>(rcclx_load_vec_clipped(send, v, n));
     RCCLX_UNROLL
     for (int q = 0; q < NMAX; ++q)
-      if (q < c.nranks) rcclx_st16(rcclx_lamport_slot(c, q, buf, c.rank) + RCCLX_LAMPORT_HEADER_BYTES + v * 16, x);
+      if (q < c.nranks && q != c.rank)
+        rcclx_st16(rcclx_lamport_slot(c, q, buf, c.rank) + RCCLX_LAMPORT_HEADER_BYTES + v * 16, x);
   }
-  if (tid == 0) {
+  if (tid < c.nranks && tid != c.rank) { /* thread q: peer q's copy (in parallel) */
     const rcclx_vec16 h = {{sig, 0u, 0u, 0u}};
-    for (int q = 0; q < c.nranks; ++q) rcclx_st16(rcclx_lamport_slot(c, q, buf, c.rank) + (size_t)b * 16, h);
+    rcclx_st16(rcclx_lamport_slot(c, tid, buf, c.rank) + (size_t)b * 16, h);
   }
+
+  /* 2. Clear buffer (k+2)%3: the vectors this block read there in call k-1
+   * (no fence: peers write there only after this kernel completed). */
+  const size_t old = clr == 0u ? extent[0] : clr == 1u ? extent[1] : extent[2];
+  for (int q = 0; q < c.nranks; ++q) {
+    if (q == c.rank) continue;
+    char* s = rcclx_lamport_slot(c, c.rank, clr, q) + RCCLX_LAMPORT_HEADER_BYTES;
+    for (size_t v = v0; v < old; v += stride) rcclx_st16(s + v * 16, ones);
+  }
+  if (tid < c.nranks && tid != c.rank) rcclx_st16(rcclx_lamport_slot(c, c.rank, clr, tid) + (size_t)b * 16, ones);
+  RCCLX_TRACE(c, k, 1);
   __syncthreads(); /* mismatch_seen is initialised */
 
   /* 3. Wait and reduce.  Every source's vector is loaded at once and the
@@ -149,25 +165,25 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * header in the same loop (no separate round trip); a mismatch stops the
    * block's other pollers.  Then rank order 0..nranks-1 in fp32, rounded
    * once: the flat kernel's bits. */
-  int bad = 0, hdr_pending = tid < c.nranks;
+  int bad = 0, hdr_pending = tid < c.nranks && tid != c.rank;
   uint32_t spins = 0;
   uint64_t t0 = 0;
   for (size_t v = v0; !bad && v < nvec; v += stride) {
     const int lanes = (v + 1) * V <= n ? V : (int)(n - v * V);
     const char* base = rcclx_lamport_slot(c, c.rank, buf, 0) + RCCLX_LAMPORT_HEADER_BYTES + v * 16;
+    /* Own contribution: as pushed (scrubbed), so never pending. */
+    const rcclx_vec16 mine = rcclx_lamport_scrub<T>(rcclx_load_vec_clipped(send, v, n));
     rcclx_vec16 x[NMAX];
     RCCLX_UNROLL
     for (int q = 0; q < NMAX; ++q)
-      if (q < c.nranks) x[q] = rcclx_lamport_poll(c, base + (size_t)q * RCCLX_LAMPORT_SLOT_BYTES);
+      if (q < c.nranks) x[q] = q == c.rank ? mine : rcclx_lamport_poll(c, base + (size_t)q * RCCLX_LAMPORT_SLOT_BYTES);
     for (;;) {
       int waiting_on = -1;
       RCCLX_UNROLL
       for (int q = NMAX - 1; q >= 0; --q)
         if (q < c.nranks && rcclx_lamport_pending<T>(x[q], lanes)) waiting_on = q;
-      if (hdr_pending && rcclx_lamport_header_mismatch(c, buf, sig, &hdr_pending, b, tid, k)) {
-        *(volatile int*)&mismatch_seen = 1;
+      if (hdr_pending && rcclx_lamport_header_mismatch(c, buf, sig, &hdr_pending, &mismatch_seen, b, tid, k))
         bad = RCCLX_LAMPORT_MISMATCH;
-      }
       if (waiting_on < 0 || bad) break;
       if (*(volatile int*)&mismatch_seen) bad = RCCLX_LAMPORT_ABORTED;
       else if (rcclx_watchdog_expired(c, &spins, &t0, b, waiting_on, k)) bad = RCCLX_LAMPORT_TIMEOUT;
@@ -179,18 +195,18 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     }
     if (!bad) rcclx_store_vec_clipped(recv, v, n, rcclx_dda_accumulate<T, OP, NMAX>(x, c.nranks));
   }
+  RCCLX_TRACE(c, k, 2);
   /* A header thread whose vectors (if any) are done still checks its header. */
   while (hdr_pending && !bad) {
-    if (rcclx_lamport_header_mismatch(c, buf, sig, &hdr_pending, b, tid, k)) {
-      *(volatile int*)&mismatch_seen = 1;
+    if (rcclx_lamport_header_mismatch(c, buf, sig, &hdr_pending, &mismatch_seen, b, tid, k))
       bad = RCCLX_LAMPORT_MISMATCH;
-    } else if (hdr_pending && rcclx_watchdog_expired(c, &spins, &t0, b, tid, k)) {
+    else if (hdr_pending && rcclx_watchdog_expired(c, &spins, &t0, b, tid, k))
       bad = RCCLX_LAMPORT_TIMEOUT;
-    }
   }
   /* A timeout or mismatch leaves the Lamport buffers out of step: the
    * communicators must be rebuilt (rcclx_comm_check). */
   if (__syncthreads_or(bad)) return;
+  RCCLX_TRACE(c, k, 3);
   rcclx_dda_done_waiting();
   /* 4. How far buffer k%3 must be cleared in call k+1, and the call count
    * (every thread read both counters before the barrier above; the next
@@ -199,6 +215,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     me->slot[b].lamport_nvec[buf] = (uint32_t)nvec;
     me->slot[b].lamport_calls = k + 1u;
   }
+  RCCLX_TRACE(c, k, 4);
 }
 
 #endif /* RCCLX_GPU_LANG */

@@ -32,14 +32,15 @@ RCCLX_HOST size_t rcclx_default_flat_max_bytes(int nranks) {
 
 /* Default Lamport switch point for AUTO (bytes of one rank's message, at
  * most RCCLX_LAMPORT_MAX_BYTES); RCCLX_LAMPORT_MAX_BYTES overrides.  From
- * bench/RESULTS.md (runs 15-17, one H200, virtual ranks, bf16): with 2
- * ranks it beat the staged flat kernel by 0.3-0.4 us at 1, 16 and 64 KiB
- * (16 KiB: 3.04 vs 3.39 us); with 4 and 8 it lost (8 ranks, 16 KiB: 6.0
- * vs 4.6 us), so it is off there.  Whether it wins over real links is
- * issue #7's measurement.  (After a rank mismatch in a Lamport call the
- * communicators must be rebuilt: rcclx/dda/lamport.h.) */
+ * bench/RESULTS.md (run 20, one H200, virtual ranks, bf16, the kernel
+ * that pushes first and takes its own share from `send`): it beats the
+ * staged flat kernel at 1, 16 and 64 KiB with 2 ranks (16 KiB: 2.77 vs
+ * 3.32 us) and 4 ranks (3.43 vs 3.65), and loses with 8 (5.00 vs 4.52), so
+ * it is on up to 4 ranks (3 interpolated) and off above.  Whether it wins
+ * over real links is issue #7's measurement.  (After a rank mismatch in a
+ * Lamport call the communicators must be rebuilt: rcclx/dda/lamport.h.) */
 RCCLX_HOST size_t rcclx_default_lamport_max_bytes(int nranks) {
-  const size_t d = nranks == 2 ? ((size_t)64 << 10) : 0;
+  const size_t d = nranks <= 4 ? ((size_t)64 << 10) : 0;
   const size_t v = rcclx_env_size("RCCLX_LAMPORT_MAX_BYTES", d);
   return v < RCCLX_LAMPORT_MAX_BYTES ? v : RCCLX_LAMPORT_MAX_BYTES;
 }
