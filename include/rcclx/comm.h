@@ -151,10 +151,10 @@ typedef struct rcclx_signal {
 #define RCCLX_VIEW_DIRECT 2u
 /* The DDA kernels let the stream's next kernel be scheduled as soon as they
  * start (rcclx_dda_launch_next_early in rcclx/signal.h), not after their
- * last wait on a peer: set where programmatic dependent launch is used and
- * two grids of every rank on the GPU fit at once (rcclx_comm_fill_view_,
- * rcclx_config.pdl).  Unlike the other flags it may differ between ranks:
- * it only moves when a rank's next kernel is scheduled. */
+ * last wait on a peer: set with RCCLX_PDL_EARLY where programmatic
+ * dependent launch is used and two grids of every rank on the GPU fit at
+ * once (rcclx_comm_fill_view_).  Unlike the other flags it may differ
+ * between ranks: it only moves when a rank's next kernel is scheduled. */
 #define RCCLX_VIEW_LAUNCH_EARLY 4u
 
 typedef struct rcclx_dev_comm {
@@ -195,17 +195,17 @@ typedef struct rcclx_config {
    * rcclx/platform.h; RCCLX_PDL), where the device has it (NVIDIA sm_90+):
    * a call's kernel is scheduled while the stream's previous one runs, and
    * waits for it on the GPU before touching memory.
-   *   RCCLX_PDL_AUTO (0): a DDA kernel lets the next one be scheduled after
-   *     its last wait on a peer; with one rank per GPU already when it
-   *     starts (RCCLX_VIEW_LAUNCH_EARLY), so the next call's launch is off
-   *     the critical path.
+   *   RCCLX_PDL_AUTO (0): a DDA kernel lets the next one be scheduled
+   *     after its last wait on a peer.
    *   RCCLX_PDL_OFF (1): plain launches.
-   *   RCCLX_PDL_EARLY (2): as AUTO, and RCCLX_VIEW_LAUNCH_EARLY also with
-   *     several ranks on one GPU (virtual ranks).  There a rank's stream
-   *     may then hold two grids (the running call's, the next one's
-   *     waiting), so the fixed grid is halved (rcclx_comm_grid_): the
-   *     same blocks in all, fewer per call, which costs large messages
-   *     bandwidth.  Opt-in, for latency-bound use. */
+   *   RCCLX_PDL_EARLY (2): as soon as it starts (RCCLX_VIEW_LAUNCH_EARLY),
+   *     so the next call's launch is off the critical path.  Opt-in, for
+   *     latency-bound use: the next collective's blocks then wait resident
+   *     for the whole call, holding multiprocessors that kernels on other
+   *     streams (compute overlapped with the collective) could use; with
+   *     several ranks on one GPU (virtual ranks) the fixed grid is also
+   *     halved (rcclx_comm_grid_), so that two grids per rank fit, which
+   *     costs large messages bandwidth (bench/RESULTS.md, runs 20-21). */
   int pdl;
 } rcclx_config;
 #define RCCLX_DIRECT_AUTO 0

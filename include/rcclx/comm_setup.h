@@ -110,11 +110,11 @@ RCCLX_HOST void rcclx_comm_destroy(rcclx_comm* c) {
 }
 
 /* c->device and c->ranks_on_device set; slots: rcclx_comm_grid_'s for the
- * rank's GPU.  RCCLX_VIEW_LAUNCH_EARLY: with one rank per GPU the next
- * kernel can only take what this grid leaves (it is scheduled once every
- * block of this one runs), and no kernel of another rank shares the GPU;
- * with several, two grids of every rank must fit (a stream never holds
- * more: rcclx_dda_launch_next_early). */
+ * rank's GPU.  RCCLX_VIEW_LAUNCH_EARLY (RCCLX_PDL_EARLY only): with one
+ * rank per GPU the next kernel can only take what this grid leaves (it is
+ * scheduled once every block of this one runs), and no kernel of another
+ * rank shares the GPU; with several, two grids of every rank must fit (a
+ * stream never holds more: rcclx_dda_launch_next_early). */
 RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const rcclx_config* cfg, int nblocks,
                                       int slots, uint32_t flags) {
   c->view.rank = rank;
@@ -128,8 +128,8 @@ RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const
   c->lamport_max_bytes = rcclx_default_lamport_max_bytes(nranks);
   c->direct_min_bytes = rcclx_default_direct_min_bytes(nranks);
   c->pdl = cfg->pdl != RCCLX_PDL_OFF && rcclx_pdl_supported(c->device);
-  if (c->pdl && (c->ranks_on_device == 1 || (cfg->pdl == RCCLX_PDL_EARLY &&
-                                             2L * c->ranks_on_device * nblocks <= (long)slots)))
+  if (c->pdl && cfg->pdl == RCCLX_PDL_EARLY &&
+      (c->ranks_on_device == 1 || 2L * c->ranks_on_device * nblocks <= (long)slots))
     c->view.flags |= RCCLX_VIEW_LAUNCH_EARLY;
 }
 RCCLX_HOST void rcclx_comm_set_peer_(rcclx_comm* c, int r, void* alloc, size_t region_bytes) {
