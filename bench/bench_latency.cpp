@@ -74,11 +74,6 @@ __global__ void __launch_bounds__(RCCLX_MAX_THREADS)
   rcclx_dda_finish_call(c, &k);
 }
 
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 int main(int argc, char** argv) {
   FILE* csv = bench_start(argc, argv, "bench_latency", "nranks,variant,pdl,bytes,us,floor_us,over_floor_us");
   if (!csv) return 1;
@@ -130,13 +125,13 @@ int main(int argc, char** argv) {
       const int pdl = mode > 0;
       auto row_m = [&](const char* name, size_t b, double us) { row(name, mode, b, us); };
       if (mode < 2) {
-        row("empty, comm grid", pdl, 0, time_graph(rs, [&](int r) {
+        row_m("empty, comm grid", 0, time_graph(rs, [&](int r) {
               CK(rcclx_launch(empty_grid_kernel, grid, block, rs.stream[r], pdl));
             }));
-        row("one stream: empty, comm grid", pdl, 0, time_graph(solo, [&](int r) {
+        row_m("one stream: empty, comm grid", 0, time_graph(solo, [&](int r) {
               if (r == 0) CK(rcclx_launch(empty_grid_kernel, grid, block, solo.stream[r], pdl));
             }));
-        row("one stream: open+close", pdl, 0, time_graph(solo, [&](int r) {
+        row_m("one stream: open+close", 0, time_graph(solo, [&](int r) {
               if (r == 0)
                 CK(rcclx_launch(probe_kernel<0>, grid, block, solo.stream[r], pdl, solo.comm[r].view,
                                 (const bf*)in[r], (bf*)out[r], n, sig));
@@ -144,10 +139,10 @@ int main(int argc, char** argv) {
       }
       const char* names[] = {"open+close", "+ copy-in", "+ barrier", "+ reduce (= staged flat)",
                              "  reduce of own data only"};
+      void (*const probes[])(rcclx_dev_comm, const bf*, bf*, size_t, uint32_t) = {
+          probe_kernel<0>, probe_kernel<1>, probe_kernel<2>, probe_kernel<3>, probe_kernel<4>};
       for (int s = 0; s < 5; ++s) {
-        void (*k)(rcclx_dev_comm, const bf*, bf*, size_t, uint32_t) =
-            s == 0 ? probe_kernel<0> : s == 1 ? probe_kernel<1> : s == 2 ? probe_kernel<2>
-                   : s == 3 ? probe_kernel<3> : probe_kernel<4>;
+        const auto k = probes[s];
         row_m(names[s], bytes, time_graph(rs, [&](int r) {
               CK(rcclx_launch(k, dim3((unsigned)rs.comm[r].view.nblocks), block, rs.stream[r], pdl, rs.comm[r].view,
                               (const bf*)in[r], (bf*)out[r], n, sig));
@@ -221,15 +216,14 @@ int main(int argc, char** argv) {
           period.push_back(((long long)t[k + 1].start_ns - (long long)t[k].start_ns) / 1e3);
         }
         const char* m = mode == 1 ? "PDL" : "early";
+        const char* what[] = {"period", "start_spread", "last_out", "last_peers", "last_written", "last_closed",
+                              "first_wait"};
+        const double val[] = {bench_median(period), bench_median(spread), bench_median(d[0]), bench_median(d[1]),
+                              bench_median(d[2]), bench_median(d[3]), bench_median(first_wait)};
         printf("trace N=%d %s %s 16 KiB (median of %zu calls, us; SM cycles at the nominal %d MHz):\n", N,
                rcclx_algo_name(algo), m, spread.size(), clock_khz / 1000);
         printf("  rank 0 period %.2f | start spread %.2f | last starter: out %.2f  peers %.2f  written %.2f  closed %.2f"
-               " | first starter waits %.2f\n", median(period), median(spread), median(d[0]), median(d[1]),
-               median(d[2]), median(d[3]), median(first_wait));
-        const char* what[] = {"period", "start_spread", "last_out", "last_peers", "last_written", "last_closed",
-                              "first_wait"};
-        const double val[] = {median(period), median(spread), median(d[0]), median(d[1]), median(d[2]),
-                              median(d[3]), median(first_wait)};
+               " | first starter waits %.2f\n", val[0], val[1], val[2], val[3], val[4], val[5], val[6]);
         for (int i = 0; i < 7; ++i)
           fprintf(csv, "%d,trace_%s_%s,%d,%zu,%.3f,%.3f,\n", N, rcclx_algo_name(algo), what[i], mode, bytes, val[i],
                   floor);

@@ -11,6 +11,12 @@
 #define CK(x) do { hipError_t e_ = (x); if (e_ != hipSuccess) { fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, hipGetErrorString(e_)); exit(1); } } while (0)
 #define RK(x) do { rcclx_status s_ = (x); if (s_ != RCCLX_SUCCESS) { fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, rcclx_status_string(s_)); exit(1); } } while (0)
 
+// The median of v (0 when empty).
+static inline double bench_median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
 // Median microseconds per call of `body` (which issues one call on every
 // rank): one graph of K back-to-back calls (fork/join over the rank
 // streams, once around all K, or around each call with join_each), 3
@@ -34,11 +40,10 @@ static inline double time_graph(rank_set& rs, const std::function<void(int)>& bo
     us.push_back(ms * 1000.0 / K);
   }
   CK(hipGetLastError());
-  std::sort(us.begin(), us.end());
   CK(hipGraphExecDestroy(ge));
   CK(hipEventDestroy(t0));
   CK(hipEventDestroy(t1));
-  return us[us.size() / 2];
+  return bench_median(us);
 }
 
 // Finite, non-zero 16-bit patterns (valid bf16/fp16 values, fp32 halves).

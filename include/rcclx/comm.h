@@ -152,8 +152,8 @@ typedef struct rcclx_signal {
 /* The DDA kernels let the stream's next kernel be scheduled as soon as they
  * start (rcclx_dda_launch_next_early in rcclx/signal.h), not after their
  * last wait on a peer: set with RCCLX_PDL_EARLY where programmatic
- * dependent launch is used and two grids of every rank on the GPU fit at
- * once (rcclx_comm_fill_view_).  Unlike the other flags it may differ
+ * dependent launch is used (rcclx_comm_fill_view_; the grid is sized so
+ * that two of every rank on the GPU fit at once).  Unlike the other flags it may differ
  * between ranks: it only moves when a rank's next kernel is scheduled. */
 #define RCCLX_VIEW_LAUNCH_EARLY 4u
 

@@ -60,19 +60,17 @@ RCCLX_HOST rcclx_status rcclx_comm_check_coresident(const rcclx_comm* comm, cons
  * multiprocessor deadlocked the 8-rank fused-GEMM test (bench/RESULTS.md,
  * run 3).  One rank per GPU keeps the full occupancy grid. */
 #define RCCLX_SHARED_GPU_FREE_SMS 4
-/* *slots: how many blocks of the DDA kernels the GPU holds at once. */
-RCCLX_HOST rcclx_status rcclx_comm_grid_(const rcclx_config* cfg, int device, int ranks_on_device, int* nblocks,
-                                         int* slots) {
+RCCLX_HOST rcclx_status rcclx_comm_grid_(const rcclx_config* cfg, int device, int ranks_on_device, int* nblocks) {
   int sms = 0;
   if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) return RCCLX_ERR_RUNTIME;
   const int occ = rcclx_dda_min_occupancy(cfg->nthreads);
   if (occ < 1) return RCCLX_ERR_RUNTIME;
   int b = sms * occ;
-  *slots = b;
   if (ranks_on_device > 1) {
     /* RCCLX_PDL_EARLY: each rank's stream may hold two grids (the running
      * call's and the next one, waiting), so each grid gets half: together
-     * they keep the same one-block-per-multiprocessor envelope. */
+     * they keep the same one-block-per-multiprocessor envelope, which is
+     * what lets rcclx_comm_fill_view_ set RCCLX_VIEW_LAUNCH_EARLY. */
     const int grids = cfg->pdl == RCCLX_PDL_EARLY && rcclx_pdl_supported(device) ? 2 * ranks_on_device : ranks_on_device;
     b = (sms > 2 * RCCLX_SHARED_GPU_FREE_SMS ? sms - RCCLX_SHARED_GPU_FREE_SMS : sms / 2) / grids;
   }
@@ -109,14 +107,15 @@ RCCLX_HOST void rcclx_comm_destroy(rcclx_comm* c) {
   memset(c, 0, sizeof *c);
 }
 
-/* c->device and c->ranks_on_device set; slots: rcclx_comm_grid_'s for the
- * rank's GPU.  RCCLX_VIEW_LAUNCH_EARLY (RCCLX_PDL_EARLY only): with one
- * rank per GPU the next kernel can only take what this grid leaves (it is
- * scheduled once every block of this one runs), and no kernel of another
- * rank shares the GPU; with several, two grids of every rank must fit (a
- * stream never holds more: rcclx_dda_launch_next_early). */
+/* c->device and c->ranks_on_device set.  RCCLX_VIEW_LAUNCH_EARLY
+ * (RCCLX_PDL_EARLY only): with one rank per GPU the next kernel can only
+ * take what this grid leaves (it is scheduled once every block of this one
+ * runs), and no kernel of another rank shares the GPU; with several, two
+ * grids of every rank must fit (a stream never holds more:
+ * rcclx_dda_launch_next_early), which rcclx_comm_grid_ sized nblocks for
+ * (the grid all ranks agree on is never larger than any rank's). */
 RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const rcclx_config* cfg, int nblocks,
-                                      int slots, uint32_t flags) {
+                                      uint32_t flags) {
   c->view.rank = rank;
   c->view.flags = flags;
   c->view.nranks = nranks;
@@ -128,9 +127,7 @@ RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const
   c->lamport_max_bytes = rcclx_default_lamport_max_bytes(nranks);
   c->direct_min_bytes = rcclx_default_direct_min_bytes(nranks);
   c->pdl = cfg->pdl != RCCLX_PDL_OFF && rcclx_pdl_supported(c->device);
-  if (c->pdl && cfg->pdl == RCCLX_PDL_EARLY &&
-      (c->ranks_on_device == 1 || 2L * c->ranks_on_device * nblocks <= (long)slots))
-    c->view.flags |= RCCLX_VIEW_LAUNCH_EARLY;
+  if (c->pdl && cfg->pdl == RCCLX_PDL_EARLY) c->view.flags |= RCCLX_VIEW_LAUNCH_EARLY;
 }
 RCCLX_HOST void rcclx_comm_set_peer_(rcclx_comm* c, int r, void* alloc, size_t region_bytes) {
   c->view.bufs[r] = alloc;
@@ -158,19 +155,18 @@ RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, c
   rcclx_status st = rcclx_set_device_(devices[0], &prev);
   if (st != RCCLX_SUCCESS) return st;
   /* One grid for all ranks (they must agree): the tightest device decides. */
-  int nblocks = RCCLX_MAX_BLOCKS, slots[RCCLX_MAX_RANKS] = {0};
+  int nblocks = RCCLX_MAX_BLOCKS;
   for (int r = 0; r < nranks && st == RCCLX_SUCCESS; ++r) {
     int share = 0, b = 0;
     for (int q = 0; q < nranks; ++q) share += devices[q] == devices[r];
-    if ((st = rcclx_set_device_(devices[r], &b)) == RCCLX_SUCCESS)
-      st = rcclx_comm_grid_(&cfg, devices[r], share, &b, &slots[r]);
+    if ((st = rcclx_set_device_(devices[r], &b)) == RCCLX_SUCCESS) st = rcclx_comm_grid_(&cfg, devices[r], share, &b);
     if (st == RCCLX_SUCCESS && b < nblocks) nblocks = b;
     comms[r].ranks_on_device = share;
   }
   for (int r = 0; r < nranks && st == RCCLX_SUCCESS; ++r) {
     comms[r].device = devices[r];
     comms[r].kind = RCCLX_COMM_LOCAL;
-    rcclx_comm_fill_view_(&comms[r], r, nranks, &cfg, nblocks, slots[r], flags);
+    rcclx_comm_fill_view_(&comms[r], r, nranks, &cfg, nblocks, flags);
     if ((st = rcclx_set_device_(devices[r], &ndev)) == RCCLX_SUCCESS) st = rcclx_comm_alloc_(&comms[r], &cfg);
     for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
       if (devices[q] == devices[r]) continue;
@@ -244,8 +240,8 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
     share += k->pci_bus == mine.pci_bus && k->pci_device == mine.pci_device;
   }
   c->ranks_on_device = share;
-  int nblocks = 0, slots = 0;
-  if (st == RCCLX_SUCCESS) st = rcclx_comm_grid_(&cfg, device, share, &nblocks, &slots);
+  int nblocks = 0;
+  if (st == RCCLX_SUCCESS) st = rcclx_comm_grid_(&cfg, device, share, &nblocks);
   /* Second exchange: the grid all ranks will use (the smallest). */
   int32_t grids[RCCLX_MAX_RANKS], my_grid = st == RCCLX_SUCCESS ? nblocks : -1;
   if (allgather(ctx, &my_grid, grids, sizeof(int32_t)) != 0 && st == RCCLX_SUCCESS) st = RCCLX_ERR_RUNTIME;
@@ -256,7 +252,7 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
   if (st == RCCLX_SUCCESS) {
     /* Processes sharing one GPU need only device scope; peers' ordinary
      * memory is never reachable across processes (no RCCLX_VIEW_DIRECT). */
-    rcclx_comm_fill_view_(c, rank, nranks, &cfg, nblocks, slots,
+    rcclx_comm_fill_view_(c, rank, nranks, &cfg, nblocks,
                           share == nranks && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u);
     rcclx_comm_set_peer_(c, rank, c->alloc, cfg.region_bytes);
     for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {

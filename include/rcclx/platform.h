@@ -164,8 +164,8 @@
  * the stream's previous kernel is still finishing, so it MUST call
  * rcclx_grid_dependency_wait() before it touches memory that earlier work
  * in the stream wrote, and should call rcclx_grid_dependents_launch() as
- * soon as it no longer waits on other kernels (rcclx/dda/kernels.h says
- * why not earlier).  Elsewhere pdl is ignored and both calls are no-ops.
+ * soon as it no longer waits on other kernels (rcclx_dda_done_waiting in
+ * rcclx/signal.h says why not earlier).  Elsewhere pdl is ignored and both calls are no-ops.
  * Graph capture records the programmatic edge.
  * rcclx_pdl_supported(device): 1 on NVIDIA compute capability 9.0 and up,
  * 0 elsewhere (AMD has no such launch). */

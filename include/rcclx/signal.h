@@ -154,7 +154,8 @@ RCCLX_DEVICE void rcclx_barrier_close(const rcclx_dev_comm& c, const rcclx_barri
 
 /* Lets the stream's next kernel be scheduled (programmatic dependent
  * launch, rcclx_launch in rcclx/platform.h).  Every block calls it right
- * after its LAST wait on a peer, never before: the next kernel's blocks
+ * after its LAST wait on a peer, never before (unless the view sized its
+ * grid for it: rcclx_dda_launch_next_early below): the next kernel's blocks
  * hold multiprocessors while they wait for this grid to complete, and with
  * virtual ranks a peer's kernel that has not started yet may need those
  * multiprocessors; once no block of this grid waits on anyone, this grid
