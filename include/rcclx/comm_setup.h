@@ -49,6 +49,38 @@ RCCLX_HOST rcclx_status rcclx_comm_check_coresident(const rcclx_comm* comm, cons
   return (long)occ * sms < (long)grid * comm->ranks_on_device ? RCCLX_ERR_INVALID_ARGUMENT : RCCLX_SUCCESS;
 }
 
+/* What rcclx_comm_check_coresident_memo remembers of one kernel, per device
+ * (ordinals below RCCLX_OCCUPANCY_MEMO_DEVICES; others are asked every
+ * time): the block size asked for, the kernel's blocks per multiprocessor
+ * and the multiprocessor count, packed in one word (0: not asked yet).
+ * Keep one per kernel, zero-initialised (a function-local static). */
+#define RCCLX_OCCUPANCY_MEMO_DEVICES 16
+typedef struct rcclx_occupancy_memo {
+  uint64_t word[RCCLX_OCCUPANCY_MEMO_DEVICES];
+} rcclx_occupancy_memo;
+
+/* rcclx_comm_check_coresident for a launcher that checks the same kernel on
+ * every call: the runtime is asked once per device and block size (the
+ * first ask also loads the kernel, as rcclx/comm.h requires), later calls
+ * read *memo.  Any host thread may call it (the word is read and written
+ * atomically; two first calls may both ask, with the same answer). */
+RCCLX_HOST rcclx_status rcclx_comm_check_coresident_memo(const rcclx_comm* comm, const void* kernel, int threads,
+                                                         int grid, rcclx_occupancy_memo* memo) {
+  const int d = comm->device;
+  uint64_t w = d >= 0 && d < RCCLX_OCCUPANCY_MEMO_DEVICES ? __atomic_load_n(&memo->word[d], __ATOMIC_RELAXED) : 0u;
+  if (!w || (int)((w >> 40) & 0xFFFFu) != threads) {
+    int occ = 0, sms = 0;
+    if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, 0) != hipSuccess ||
+        hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, d) != hipSuccess || occ < 0 ||
+        occ > 0xFFFF || sms < 0 || sms > 0xFFFFFF)
+      return RCCLX_ERR_RUNTIME;
+    w = (1ull << 63) | ((uint64_t)threads << 40) | ((uint64_t)sms << 16) | (uint64_t)occ;
+    if (d >= 0 && d < RCCLX_OCCUPANCY_MEMO_DEVICES) __atomic_store_n(&memo->word[d], w, __ATOMIC_RELAXED);
+  }
+  const long occ = (long)(w & 0xFFFFu), sms = (long)((w >> 16) & 0xFFFFFFu);
+  return occ * sms < (long)grid * comm->ranks_on_device ? RCCLX_ERR_INVALID_ARGUMENT : RCCLX_SUCCESS;
+}
+
 /* Grid of every collective kernel of a rank: co-resident with the grids of
  * the other ranks that share its GPU.  With several ranks on one GPU the
  * grids together also leave whole multiprocessors free (at most one block
@@ -151,6 +183,7 @@ RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, c
   for (int r = 1; r < nranks; ++r) one_device &= devices[r] == devices[0];
   uint32_t flags = one_device && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u;
   if (cfg.direct == RCCLX_DIRECT_ON || (cfg.direct == RCCLX_DIRECT_AUTO && one_device)) flags |= RCCLX_VIEW_DIRECT;
+  flags |= rcclx_config_lamport_flag(&cfg, one_device);
   int prev = 0;
   rcclx_status st = rcclx_set_device_(devices[0], &prev);
   if (st != RCCLX_SUCCESS) return st;
@@ -193,6 +226,7 @@ typedef struct rcclx_ipc_card {
   hipIpcMemHandle_t handle;
   int32_t rank, nranks, nthreads, max_blocks;
   int32_t pci_bus, pci_device, pci_domain, system_scope;
+  int32_t lamport, pad;
   uint64_t region_bytes, watchdog_ns;
 } rcclx_ipc_card;
 
@@ -226,6 +260,7 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
   mine.region_bytes = cfg.region_bytes;
   mine.watchdog_ns = cfg.watchdog_ns;
   mine.system_scope = cfg.system_scope;
+  mine.lamport = cfg.lamport;
   /* Even a failed rank joins the exchange, so the others do not wait forever. */
   if (st != RCCLX_SUCCESS) mine.nranks = -1;
   if (allgather(ctx, &mine, cards, sizeof(rcclx_ipc_card)) != 0) st = RCCLX_ERR_RUNTIME;
@@ -235,7 +270,7 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
     if (k->nranks == -1) st = RCCLX_ERR_PEER_ACCESS;
     else if (k->rank != q || k->nranks != nranks || k->nthreads != mine.nthreads || k->max_blocks != mine.max_blocks ||
              k->region_bytes != mine.region_bytes || k->watchdog_ns != mine.watchdog_ns ||
-             k->system_scope != mine.system_scope)
+             k->system_scope != mine.system_scope || k->lamport != mine.lamport)
       st = RCCLX_ERR_RANK_MISMATCH;
     share += k->pci_bus == mine.pci_bus && k->pci_device == mine.pci_device;
   }
@@ -252,8 +287,10 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
   if (st == RCCLX_SUCCESS) {
     /* Processes sharing one GPU need only device scope; peers' ordinary
      * memory is never reachable across processes (no RCCLX_VIEW_DIRECT). */
+    const int one_device = share == nranks;
     rcclx_comm_fill_view_(c, rank, nranks, &cfg, nblocks,
-                          share == nranks && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u);
+                          (one_device && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u) |
+                              rcclx_config_lamport_flag(&cfg, one_device));
     rcclx_comm_set_peer_(c, rank, c->alloc, cfg.region_bytes);
     for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
       if (q == rank) continue;

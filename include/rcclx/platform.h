@@ -213,6 +213,8 @@ static inline int rcclx_pdl_supported(int device) {
  *   rcclx_fence_acq_rel_sys()            acquire+release fence, system scope
  *   rcclx_st_release_dev_u32(p, v)       the same at device (agent) scope,
  *   rcclx_ld_acquire_dev_u32(p)          for ranks that all share one GPU
+ *   rcclx_st_release_{sys,dev}_u64       the same orderings and scopes on
+ *   rcclx_ld_acquire_{sys,dev}_u64       8-byte aligned 64-bit words
  *   rcclx_ld16(p) / rcclx_st16(p, v)     plain 16-byte load / store
  *   rcclx_ld16_volatile(p)               16-byte load that is never cached
  *                                        or merged (spin-on-data protocols)

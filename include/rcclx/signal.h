@@ -62,15 +62,26 @@ RCCLX_DEVICE void rcclx_flag_release(const rcclx_dev_comm& c, uint32_t* p, uint3
 RCCLX_DEVICE uint32_t rcclx_flag_acquire(const rcclx_dev_comm& c, const uint32_t* p) {
   return (c.flags & RCCLX_VIEW_ONE_DEVICE) ? rcclx_ld_acquire_dev_u32(p) : rcclx_ld_acquire_sys_u32(p);
 }
+/* The same for a 64-bit arrival word (epoch in the low half). */
+RCCLX_DEVICE void rcclx_flag_release(const rcclx_dev_comm& c, uint64_t* p, uint64_t v) {
+  if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_st_release_dev_u64(p, v);
+  else rcclx_st_release_sys_u64(p, v);
+}
+RCCLX_DEVICE uint64_t rcclx_flag_acquire(const rcclx_dev_comm& c, const uint64_t* p) {
+  return (c.flags & RCCLX_VIEW_ONE_DEVICE) ? rcclx_ld_acquire_dev_u64(p) : rcclx_ld_acquire_sys_u64(p);
+}
 
-/* Spin (acquire, at the view's scope) until *flag reaches epoch e (signed
- * difference: wrap-around safe).  With the watchdog on, gives up after
+/* Spin (acquire, at the view's scope) until the epoch in *flag (its low 32
+ * bits) reaches e (signed difference: wrap-around safe); *last gets the
+ * word that ended the wait.  With the watchdog on, gives up after
  * c.watchdog_ns, records RCCLX_ERR_PEER_TIMEOUT (slot, peer, e) and returns
- * 1; else returns 0.  One thread calls it per flag. */
-RCCLX_DEVICE int rcclx_spin_until(const rcclx_dev_comm& c, const uint32_t* flag, uint32_t e, int slot, int peer) {
+ * 1; else returns 0.  One thread calls it per flag.  W: uint32_t (tile
+ * flags) or uint64_t (barrier arrivals). */
+template <typename W>
+RCCLX_DEVICE int rcclx_spin_until(const rcclx_dev_comm& c, const W* flag, uint32_t e, int slot, int peer, W* last) {
   uint32_t spins = 0;
   uint64_t t0 = 0;
-  while ((int32_t)(rcclx_flag_acquire(c, flag) - e) < 0)
+  while ((int32_t)((uint32_t)(*last = rcclx_flag_acquire(c, flag)) - e) < 0)
     if (rcclx_watchdog_expired(c, &spins, &t0, slot, peer, e)) return 1;
   return 0;
 }
@@ -121,12 +132,21 @@ RCCLX_DEVICE int rcclx_barrier_sync(const rcclx_dev_comm& c, rcclx_barrier* b, u
   if (t < c.nranks) {
     rcclx_signal* peer = c.sigs[t];
     /* Published by the release below; a peer overwrites parity e & 1 only
-     * at epoch e + 2, after this rank arrived at e + 1, past the reads. */
+     * at epoch e + 2, after this rank arrived at e + 1, past the reads.
+     * call_sig is read only in the rare case below; the common case finds
+     * the fingerprint in the arrival word itself, with no second load after
+     * the poll (a memory round trip on every call's critical path). */
     if (sig) peer->call_sig[slot][c.rank][e & 1u] = sig;
     if (cards) peer->call_card[slot][c.rank][e & 1u] = card;
-    rcclx_flag_release(c, &peer->arrive[slot].from[c.rank], e);
-    bad = rcclx_spin_until(c, &me->arrive[slot].from[t], e, slot, t) ? RCCLX_BARRIER_TIMEOUT : RCCLX_BARRIER_OK;
-    if (!bad && sig && me->call_sig[slot][t][e & 1u] != sig) {
+    rcclx_flag_release(c, &peer->arrive[slot].from[c.rank], ((uint64_t)sig << 32) | e);
+    uint64_t word = 0;
+    bad = rcclx_spin_until(c, &me->arrive[slot].from[t], e, slot, t, &word) ? RCCLX_BARRIER_TIMEOUT
+                                                                             : RCCLX_BARRIER_OK;
+    /* Peer t may already have passed e and arrived at e + 1 (never
+     * further: it cannot pass e + 1 before this rank arrives there); its
+     * word then carries e + 1's fingerprint, and e's is in call_sig. */
+    if (!bad && sig &&
+        ((uint32_t)word == e ? (uint32_t)(word >> 32) : me->call_sig[slot][t][e & 1u]) != sig) {
       rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, slot, t, e);
       bad = RCCLX_BARRIER_MISMATCH;
     }

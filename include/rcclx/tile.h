@@ -60,8 +60,9 @@ RCCLX_DEVICE void rcclx_tile_publish(const rcclx_dev_comm& c, int t, uint32_t e)
  * watchdog fired (the block must stop), else 0. */
 RCCLX_DEVICE int rcclx_tile_wait(const rcclx_dev_comm& c, int t, uint32_t e) {
   int bad = 0;
+  uint32_t last = 0;
   if ((int)threadIdx.x < c.nranks)
-    bad = rcclx_spin_until(c, &c.sigs[c.rank]->tile_ready[t][threadIdx.x], e, t, (int)threadIdx.x);
+    bad = rcclx_spin_until(c, &c.sigs[c.rank]->tile_ready[t][threadIdx.x], e, t, (int)threadIdx.x, &last);
   return __syncthreads_or(bad);
 }
 
@@ -80,8 +81,9 @@ RCCLX_DEVICE void rcclx_tile_done(const rcclx_dev_comm& c, int t, uint32_t e) {
  * the watchdog fired, else 0. */
 RCCLX_DEVICE int rcclx_tile_wait_done(const rcclx_dev_comm& c, int t, uint32_t e) {
   int bad = 0;
+  uint32_t last = 0;
   if ((int)threadIdx.x < c.nranks)
-    bad = rcclx_spin_until(c, &c.sigs[c.rank]->tile_done[t][threadIdx.x], e, t, (int)threadIdx.x);
+    bad = rcclx_spin_until(c, &c.sigs[c.rank]->tile_done[t][threadIdx.x], e, t, (int)threadIdx.x, &last);
   return __syncthreads_or(bad);
 }
 

@@ -40,6 +40,21 @@ RCCLX_DEVICE uint32_t rcclx_ld_acquire_dev_u32(const uint32_t* p) {
   return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
 }
 
+/* 64-bit words (a barrier's arrival: epoch and fingerprint together), the
+ * same orderings and scopes. */
+RCCLX_DEVICE void rcclx_st_release_sys_u64(uint64_t* p, uint64_t v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+RCCLX_DEVICE uint64_t rcclx_ld_acquire_sys_u64(const uint64_t* p) {
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+RCCLX_DEVICE void rcclx_st_release_dev_u64(uint64_t* p, uint64_t v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
+RCCLX_DEVICE uint64_t rcclx_ld_acquire_dev_u64(const uint64_t* p) {
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
+
 /* AMD has no programmatic dependent launch: a kernel starts after the
  * stream's previous one completed, so there is nothing to wait for. */
 RCCLX_DEVICE void rcclx_grid_dependency_wait(void) {}

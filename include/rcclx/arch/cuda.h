@@ -36,6 +36,24 @@ RCCLX_DEVICE uint32_t rcclx_ld_acquire_dev_u32(const uint32_t* p) {
   return v;
 }
 
+/* 64-bit words (a barrier's arrival: epoch and fingerprint together). */
+RCCLX_DEVICE void rcclx_st_release_sys_u64(uint64_t* p, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+RCCLX_DEVICE uint64_t rcclx_ld_acquire_sys_u64(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+RCCLX_DEVICE void rcclx_st_release_dev_u64(uint64_t* p, uint64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+RCCLX_DEVICE uint64_t rcclx_ld_acquire_dev_u64(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
 /* Programmatic dependent launch (griddepcontrol, sm_90+); both return at
  * once in a kernel launched without it. */
 RCCLX_DEVICE void rcclx_grid_dependency_wait(void) {

@@ -255,8 +255,11 @@ RCCLX_HOST rcclx_status rcclx_lowp_launch_(const rcclx_comm* comm, const void* s
   if (v.nthreads > RCCLX_LOWP_MAX_THREADS) return RCCLX_ERR_INVALID_ARGUMENT;
   /* The communicator's grid was sized for co-residency from the DDA
    * kernels; refuse to launch one that could not be co-resident.  (The
-   * query also loads the kernel before its first launch: rcclx/comm.h.) */
-  RCCLX_TRY(rcclx_comm_check_coresident(comm, (const void*)rcclx_lowp_kernel<T, KIND, FMT>, v.nthreads, v.nblocks));
+   * first query also loads the kernel before its first launch:
+   * rcclx/comm.h; later calls read the memo.) */
+  static rcclx_occupancy_memo memo;
+  RCCLX_TRY(rcclx_comm_check_coresident_memo(comm, (const void*)rcclx_lowp_kernel<T, KIND, FMT>, v.nthreads,
+                                             v.nblocks, &memo));
   rcclx_lowp_kernel<T, KIND, FMT><<<v.nblocks, v.nthreads, 0, stream>>>(v, (const T*)send, (T*)recv, m, in_stride,
                                                                           out_stride, w, sig);
   return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
