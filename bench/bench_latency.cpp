@@ -86,25 +86,18 @@ int main(int argc, char** argv) {
     // of their own (the others' call counts must stay in step).
     // early: RCCLX_PDL_EARLY, the next call's kernel scheduled as soon as
     // this one starts (rcclx_dda_launch_next_early).
-    // push: PDL, and the Lamport kernel's push scheme (the others: AUTO's
-    // scheme, which is pull on one GPU).
-    rank_set on, off, early, solo_on, solo_off, push;
+    rank_set on, off, early, solo_on, solo_off;
     rcclx_config cfg = {};
     cfg.pdl = RCCLX_PDL_AUTO;
     RK(on.init(N, &cfg));
     RK(solo_on.init(N, &cfg));
-    cfg.lamport = RCCLX_LAMPORT_PUSH;
-    RK(push.init(N, &cfg));
-    cfg.lamport = RCCLX_LAMPORT_AUTO;
     cfg.pdl = RCCLX_PDL_OFF;
     RK(off.init(N, &cfg));
     RK(solo_off.init(N, &cfg));
     cfg.pdl = RCCLX_PDL_EARLY;
     RK(early.init(N, &cfg));
-    printf("(N=%d: grid %d blocks; with RCCLX_PDL_EARLY %d, early launch %s; Lamport by default: %s)\n", N,
-           on.comm[0].view.nblocks, early.comm[0].view.nblocks,
-           early.comm[0].view.flags & RCCLX_VIEW_LAUNCH_EARLY ? "on" : "NOT applied",
-           on.comm[0].view.flags & RCCLX_VIEW_LAMPORT_PULL ? "pull" : "push");
+    printf("(N=%d: grid %d blocks; with RCCLX_PDL_EARLY %d, early launch %s)\n", N, on.comm[0].view.nblocks,
+           early.comm[0].view.nblocks, early.comm[0].view.flags & RCCLX_VIEW_LAUNCH_EARLY ? "on" : "NOT applied");
     std::vector<void*> in(N), out(N);  // 64 KiB: the largest row
     trace_rec* trace = nullptr;  // lib_trace read back
     CK(hipMalloc(&trace, sizeof(trace_rec) * RCCLX_MAX_RANKS * TRACE_CALLS));
@@ -167,30 +160,33 @@ int main(int argc, char** argv) {
       for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
     }
     {
-      // The Lamport one-shot's push scheme (every rank writes its message
-      // into every peer's area) against AUTO's choice on one GPU, pull
-      // (each rank writes its own area once, the peers poll it there).
-      for (size_t b : {(size_t)1 << 10, bytes, (size_t)64 << 10}) {
-        char name[64];
-        snprintf(name, sizeof name, "library lamport push %zu KiB", b >> 10);
-        row(name, 1, b, time_graph(push, [&](int r) {
-              RK(rcclx_allreduce(&push.comm[r], in[r], out[r], b / 2, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_LAMPORT,
-                                 push.stream[r]));
-            }));
-      }
-      for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&push.comm[r], nullptr));
+      // The same calls on 64 KiB regions: each rank's whole registered
+      // buffer then spans a few pages instead of about 50 (32 MiB regions),
+      // a test of whether address translation is part of the cost.
+      rank_set small;
+      rcclx_config sc = {};
+      sc.region_bytes = 64 << 10;
+      RK(small.init(N, &sc));
+      for (size_t b : {(size_t)1 << 10, bytes, (size_t)64 << 10})
+        for (rcclx_algo a : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
+          char name[64];
+          snprintf(name, sizeof name, "64 KiB regions: %s %zu KiB", rcclx_algo_name(a), b >> 10);
+          row(name, 1, b, time_graph(small, [&](int r) {
+                RK(rcclx_allreduce(&small.comm[r], in[r], out[r], b / 2, RCCLX_BFLOAT16, RCCLX_SUM, a,
+                                   small.stream[r]));
+              }));
+        }
+      for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&small.comm[r], nullptr));
     }
 
     // The trace: 64 calls of the library's flat and Lamport kernels in one
-    // graph (16 KiB), with PDL and with the early launch (Lamport: also the
-    // push scheme, with PDL: the CSV's pdl column 3).  Per call: the
+    // graph (16 KiB), with PDL and with the early launch.  Per call: the
     // ranks' start spread (stage 0 on the global timer); the last starter's
     // stages (rcclx/trace.h: 0-1 its data out, 1-2 its peers' data here,
     // 2-3 written, 3-4 closed); how long the first starter waited (1-2).
     for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT})
-      for (int mode : {1, 2, 3}) {
-        if (mode == 3 && algo != RCCLX_ALGO_LAMPORT) continue;
-        rank_set& ts = mode == 1 ? on : mode == 2 ? early : push;
+      for (int mode : {1, 2}) {
+        rank_set& ts = mode == 1 ? on : early;
         hipGraphExec_t ge;
         CK(ts.capture(TRACE_CALLS, [&](int r) {
           RK(rcclx_allreduce(&ts.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, algo, ts.stream[r]));
@@ -219,7 +215,7 @@ int main(int argc, char** argv) {
           first_wait.push_back((F.cyc[2] - F.cyc[1]) * us_per_cyc);
           period.push_back(((long long)t[k + 1].start_ns - (long long)t[k].start_ns) / 1e3);
         }
-        const char* m = mode == 1 ? "PDL" : mode == 2 ? "early" : "PDL, push";
+        const char* m = mode == 1 ? "PDL" : "early";
         const char* what[] = {"period", "start_spread", "last_out", "last_peers", "last_written", "last_closed",
                               "first_wait"};
         const double val[] = {bench_median(period), bench_median(spread), bench_median(d[0]), bench_median(d[1]),

@@ -18,9 +18,7 @@
  *                 rewrites the region while a peer still reads it.
  * then the Lamport area (RCCLX_LAMPORT_BYTES, rcclx/dda/lamport.h): 3
  * rotating buffers x RCCLX_MAX_RANKS source slots of RCCLX_LAMPORT_SLOT_BYTES,
- * which peers write into (or, RCCLX_VIEW_LAMPORT_PULL, only slot `rank`,
- * which this rank writes and peers read); all 0xFF at creation; then the
- * signal area.
+ * which peers write into; all 0xFF at creation; then the signal area.
  *
  * ---- Fixed grid --------------------------------------------------------
  * Every collective kernel of a communicator runs exactly `nblocks` blocks of
@@ -162,12 +160,6 @@ typedef struct rcclx_signal {
  * that two of every rank on the GPU fit at once).  Unlike the other flags it may differ
  * between ranks: it only moves when a rank's next kernel is scheduled. */
 #define RCCLX_VIEW_LAUNCH_EARLY 4u
-/* The Lamport one-shot (rcclx/dda/lamport.h) writes each rank's message
- * once, into its own area, and the peers poll it there, instead of pushing
- * it into every peer's area: set by rcclx_config.lamport (by default when
- * every rank is on one GPU, where a peer's memory is this GPU's own and the
- * push only multiplies the stores). */
-#define RCCLX_VIEW_LAMPORT_PULL 8u
 
 typedef struct rcclx_dev_comm {
   int32_t rank, nranks;
@@ -219,13 +211,6 @@ typedef struct rcclx_config {
    *     halved (rcclx_comm_grid_), so that two grids per rank fit, which
    *     costs large messages bandwidth (bench/RESULTS.md, runs 20-21). */
   int pdl;
-  /* How the Lamport one-shot moves data (RCCLX_LAMPORT; the same on every
-   * rank): RCCLX_LAMPORT_AUTO (0) pulls when every rank is on one GPU and
-   * pushes otherwise; RCCLX_LAMPORT_PUSH (1) always writes into the peers'
-   * areas (TensorRT-LLM's scheme: remote stores, local polls);
-   * RCCLX_LAMPORT_PULL (2) always writes into its own area and polls the
-   * peers' (RCCLX_VIEW_LAMPORT_PULL).  Results are bitwise the same. */
-  int lamport;
 } rcclx_config;
 #define RCCLX_DIRECT_AUTO 0
 #define RCCLX_DIRECT_OFF 1
@@ -233,9 +218,6 @@ typedef struct rcclx_config {
 #define RCCLX_PDL_AUTO 0
 #define RCCLX_PDL_OFF 1
 #define RCCLX_PDL_EARLY 2
-#define RCCLX_LAMPORT_AUTO 0
-#define RCCLX_LAMPORT_PUSH 1
-#define RCCLX_LAMPORT_PULL 2
 
 typedef enum { RCCLX_COMM_LOCAL = 1, RCCLX_COMM_IPC = 2 } rcclx_comm_kind;
 
@@ -284,24 +266,15 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
   if (!c.system_scope) c.system_scope = (int)rcclx_env_size("RCCLX_SYSTEM_SCOPE", 0);
   if (!c.direct) c.direct = (int)rcclx_env_size("RCCLX_DIRECT", RCCLX_DIRECT_AUTO);
   if (!c.pdl) c.pdl = (int)rcclx_env_size("RCCLX_PDL", RCCLX_PDL_AUTO);
-  if (!c.lamport) c.lamport = (int)rcclx_env_size("RCCLX_LAMPORT", RCCLX_LAMPORT_AUTO);
   if (c.system_scope < 0 || c.system_scope > 1) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.direct < RCCLX_DIRECT_AUTO || c.direct > RCCLX_DIRECT_ON) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.pdl < RCCLX_PDL_AUTO || c.pdl > RCCLX_PDL_EARLY) return RCCLX_ERR_INVALID_ARGUMENT;
-  if (c.lamport < RCCLX_LAMPORT_AUTO || c.lamport > RCCLX_LAMPORT_PULL) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.region_bytes < 4096 || (c.region_bytes & 4095u) || c.region_bytes >= ((size_t)1 << 36))
     return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.nthreads < 64 || c.nthreads > RCCLX_MAX_THREADS || (c.nthreads & 63)) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.max_blocks < 1 || c.max_blocks > RCCLX_MAX_BLOCKS) return RCCLX_ERR_INVALID_ARGUMENT;
   *out = c;
   return RCCLX_SUCCESS;
-}
-
-/* RCCLX_VIEW_LAMPORT_PULL or 0, from a resolved configuration's `lamport`
- * and whether every rank is on one GPU. */
-RCCLX_HOST uint32_t rcclx_config_lamport_flag(const rcclx_config* cfg, int one_device) {
-  const int pull = cfg->lamport == RCCLX_LAMPORT_PULL || (cfg->lamport == RCCLX_LAMPORT_AUTO && one_device);
-  return pull ? RCCLX_VIEW_LAMPORT_PULL : 0u;
 }
 
 /* Whether [p, p + bytes) overlaps this rank's registered buffer (its

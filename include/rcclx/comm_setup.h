@@ -183,7 +183,6 @@ RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, c
   for (int r = 1; r < nranks; ++r) one_device &= devices[r] == devices[0];
   uint32_t flags = one_device && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u;
   if (cfg.direct == RCCLX_DIRECT_ON || (cfg.direct == RCCLX_DIRECT_AUTO && one_device)) flags |= RCCLX_VIEW_DIRECT;
-  flags |= rcclx_config_lamport_flag(&cfg, one_device);
   int prev = 0;
   rcclx_status st = rcclx_set_device_(devices[0], &prev);
   if (st != RCCLX_SUCCESS) return st;
@@ -226,7 +225,6 @@ typedef struct rcclx_ipc_card {
   hipIpcMemHandle_t handle;
   int32_t rank, nranks, nthreads, max_blocks;
   int32_t pci_bus, pci_device, pci_domain, system_scope;
-  int32_t lamport, pad;
   uint64_t region_bytes, watchdog_ns;
 } rcclx_ipc_card;
 
@@ -260,7 +258,6 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
   mine.region_bytes = cfg.region_bytes;
   mine.watchdog_ns = cfg.watchdog_ns;
   mine.system_scope = cfg.system_scope;
-  mine.lamport = cfg.lamport;
   /* Even a failed rank joins the exchange, so the others do not wait forever. */
   if (st != RCCLX_SUCCESS) mine.nranks = -1;
   if (allgather(ctx, &mine, cards, sizeof(rcclx_ipc_card)) != 0) st = RCCLX_ERR_RUNTIME;
@@ -270,7 +267,7 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
     if (k->nranks == -1) st = RCCLX_ERR_PEER_ACCESS;
     else if (k->rank != q || k->nranks != nranks || k->nthreads != mine.nthreads || k->max_blocks != mine.max_blocks ||
              k->region_bytes != mine.region_bytes || k->watchdog_ns != mine.watchdog_ns ||
-             k->system_scope != mine.system_scope || k->lamport != mine.lamport)
+             k->system_scope != mine.system_scope)
       st = RCCLX_ERR_RANK_MISMATCH;
     share += k->pci_bus == mine.pci_bus && k->pci_device == mine.pci_device;
   }
@@ -287,10 +284,8 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
   if (st == RCCLX_SUCCESS) {
     /* Processes sharing one GPU need only device scope; peers' ordinary
      * memory is never reachable across processes (no RCCLX_VIEW_DIRECT). */
-    const int one_device = share == nranks;
     rcclx_comm_fill_view_(c, rank, nranks, &cfg, nblocks,
-                          (one_device && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u) |
-                              rcclx_config_lamport_flag(&cfg, one_device));
+                          share == nranks && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u);
     rcclx_comm_set_peer_(c, rank, c->alloc, cfg.region_bytes);
     for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
       if (q == rank) continue;

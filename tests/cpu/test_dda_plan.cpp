@@ -59,10 +59,10 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 16, 0, 4096) == RCCLX_ALGO_FLAT);  // threshold 0: off
   CHECK(rcclx_dda_choose(RCCLX_ALGO_FLAT, 16, 1024, 4096) == RCCLX_ALGO_FLAT);
   CHECK(rcclx_dda_choose(RCCLX_ALGO_LAMPORT, 1 << 20, 1024, 4096) == RCCLX_ALGO_LAMPORT);
-  unsetenv("RCCLX_LAMPORT_MAX_BYTES");  // measured defaults: up to 4 ranks
+  unsetenv("RCCLX_LAMPORT_MAX_BYTES");  // measured defaults: 2 ranks only
   CHECK(rcclx_default_lamport_max_bytes(2) == (size_t)64 << 10);
-  CHECK(rcclx_default_lamport_max_bytes(3) == (size_t)64 << 10);
-  CHECK(rcclx_default_lamport_max_bytes(4) == (size_t)64 << 10);
+  CHECK(rcclx_default_lamport_max_bytes(3) == 0);
+  CHECK(rcclx_default_lamport_max_bytes(4) == 0);
   CHECK(rcclx_default_lamport_max_bytes(5) == 0);
   CHECK(rcclx_default_lamport_max_bytes(8) == 0);
   setenv("RCCLX_LAMPORT_MAX_BYTES", "1000000000", 1);  // capped at what a slot holds
@@ -97,30 +97,10 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
   in.direct = 0; in.pdl = RCCLX_PDL_EARLY + 1;
   CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
-  in.pdl = 0; in.lamport = RCCLX_LAMPORT_PULL + 1;
-  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
-  in.lamport = -1;
-  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
-  in.lamport = 0;
+  in.pdl = 0;
   unsetenv("RCCLX_DIRECT");
   unsetenv("RCCLX_SYSTEM_SCOPE");
   unsetenv("RCCLX_PDL");
-  unsetenv("RCCLX_LAMPORT");
-  REQUIRE(rcclx_config_resolve(&in, &out) == RCCLX_SUCCESS);
-  CHECK(out.lamport == RCCLX_LAMPORT_AUTO);
-  // AUTO pulls on one GPU only; an explicit scheme holds everywhere.
-  CHECK(rcclx_config_lamport_flag(&out, 1) == RCCLX_VIEW_LAMPORT_PULL);
-  CHECK(rcclx_config_lamport_flag(&out, 0) == 0u);
-  out.lamport = RCCLX_LAMPORT_PUSH;
-  CHECK(rcclx_config_lamport_flag(&out, 1) == 0u);
-  out.lamport = RCCLX_LAMPORT_PULL;
-  CHECK(rcclx_config_lamport_flag(&out, 0) == RCCLX_VIEW_LAMPORT_PULL);
-  setenv("RCCLX_LAMPORT", "1", 1);
-  REQUIRE(rcclx_config_resolve(&in, &out) == RCCLX_SUCCESS);
-  CHECK(out.lamport == RCCLX_LAMPORT_PUSH);
-  setenv("RCCLX_LAMPORT", "3", 1);
-  CHECK(rcclx_config_resolve(&in, &out) == RCCLX_ERR_INVALID_ARGUMENT);
-  unsetenv("RCCLX_LAMPORT");
   REQUIRE(rcclx_config_resolve(&in, &out) == RCCLX_SUCCESS);
   CHECK(out.direct == RCCLX_DIRECT_AUTO);
   CHECK(out.system_scope == 0);

@@ -44,9 +44,8 @@ void check_result(const std::vector<std::vector<T>>& in, const std::vector<T>& o
 }
 
 // Ways to run the same ranks: staged copies, direct user-buffer access for
-// every size, and system-scope barriers with the Lamport push scheme (what
-// GPUs over links use; the other two pull on one GPU).  Their results must
-// be bitwise identical.
+// every size, and system-scope barriers (what GPUs over links use).  Their
+// results must be bitwise identical.
 struct dda_ways {
   rank_set staged, direct, sys;
   std::vector<rank_set*> all{&staged, &direct, &sys};
@@ -59,12 +58,10 @@ struct dda_ways {
     cfg.direct = RCCLX_DIRECT_AUTO;
     REQUIRE(direct.init(N, &cfg) == RCCLX_SUCCESS);
     cfg.system_scope = 1;
-    cfg.lamport = RCCLX_LAMPORT_PUSH;
     REQUIRE(sys.init(N, &cfg) == RCCLX_SUCCESS);
     for (int r = 0; r < N; ++r) {
       REQUIRE(!(staged.comm[r].view.flags & RCCLX_VIEW_DIRECT));
       REQUIRE(!(sys.comm[r].view.flags & RCCLX_VIEW_ONE_DEVICE));
-      REQUIRE(!(sys.comm[r].view.flags & RCCLX_VIEW_LAMPORT_PULL));
       if (direct.comm[r].view.flags & RCCLX_VIEW_DIRECT) direct.comm[r].direct_min_bytes = 0;
     }
   }
@@ -247,13 +244,9 @@ struct verify_bufs {
 
 // Back-to-back calls with changing data (generated on the device) and no
 // reset, then the same in a captured graph replayed 1000 times.
-// lamport: the Lamport scheme (rcclx_config.lamport).
-static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n, bool direct = false,
-                     int lamport = RCCLX_LAMPORT_AUTO) {
-  rcclx_config cfg = {};
-  cfg.lamport = lamport;
+static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n, bool direct = false) {
   rank_set rs;
-  REQUIRE(rs.init(N, &cfg) == RCCLX_SUCCESS);
+  REQUIRE(rs.init(N) == RCCLX_SUCCESS);
   for (int r = 0; r < N; ++r) rs.comm[r].direct_min_bytes = direct ? 0 : SIZE_MAX;
   verify_bufs vb(rs, n);
   auto &in = vb.in, &out = vb.out;
@@ -291,7 +284,7 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n, bo
     uint32_t s = 0;
     GPU_REQUIRE(hipMemcpy(&e, err[r], 8, hipMemcpyDeviceToHost));
     GPU_REQUIRE(hipMemcpy(&s, seed[r], 4, hipMemcpyDeviceToHost));
-    INFO("rank " << r << " graph " << graph << " algo " << algo << " direct " << direct << " lamport " << lamport);
+    INFO("rank " << r << " graph " << graph << " algo " << algo << " direct " << direct);
     CHECK(e == 0);
     CHECK(s == (uint32_t)calls);  // every call ran, with new data each time
     CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
@@ -301,16 +294,14 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n, bo
 TEST_CASE("dda allreduce: 10 000 back-to-back calls / no reset", "[gpu][dda]") {
   repeated(8, 10000, false, RCCLX_ALGO_FLAT, 4099);
   repeated(8, 10000, false, RCCLX_ALGO_AUTO, 4099, true);  // tree, direct
-  repeated(8, 10000, false, RCCLX_ALGO_LAMPORT, 4099, false, RCCLX_LAMPORT_PULL);
-  repeated(8, 10000, false, RCCLX_ALGO_LAMPORT, 4099, false, RCCLX_LAMPORT_PUSH);
+  repeated(8, 10000, false, RCCLX_ALGO_LAMPORT, 4099);
   repeated(4, 2000, false, RCCLX_ALGO_TREE, 70001);
   repeated(4, 2000, false, RCCLX_ALGO_TREE, 70001, true);
 }
 
 TEST_CASE("dda allreduce: graph capture and 1000 replays with changing data", "[gpu][dda]") {
   repeated(8, 1000, true, RCCLX_ALGO_FLAT, 4099);
-  repeated(8, 1000, true, RCCLX_ALGO_LAMPORT, 4099, false, RCCLX_LAMPORT_PULL);
-  repeated(8, 1000, true, RCCLX_ALGO_LAMPORT, 4099, false, RCCLX_LAMPORT_PUSH);
+  repeated(8, 1000, true, RCCLX_ALGO_LAMPORT, 4099);
   repeated(8, 1000, true, RCCLX_ALGO_TREE, 70001);
   repeated(8, 1000, true, RCCLX_ALGO_AUTO, 4099, true);
   repeated(8, 1000, true, RCCLX_ALGO_TREE, 70001, true);
@@ -412,15 +403,10 @@ TEST_CASE("dda allreduce: collectives back to back, each launched while the prev
 // Lamport buffers rotate and are cleared by what each block read two calls
 // earlier: calls of changing sizes (and dtypes' vector counts), interleaved
 // with barrier-based calls, must each see only their own data.
-// Both schemes: push clears what a block read, pull what it wrote.
 TEST_CASE("dda allreduce: Lamport with changing sizes, interleaved with flat and tree", "[gpu][dda]") {
-  for (int scheme : {RCCLX_LAMPORT_PULL, RCCLX_LAMPORT_PUSH}) {
-  INFO("lamport scheme " << scheme);
   const int N = 4;
-  rcclx_config cfg = {};
-  cfg.lamport = scheme;
   rank_set rs;
-  REQUIRE(rs.init(N, &cfg) == RCCLX_SUCCESS);
+  REQUIRE(rs.init(N) == RCCLX_SUCCESS);
   const size_t sizes[] = {4099, 7, 60000, 1, 64512, 300, 33000, 8, 64512, 2};
   const size_t maxn = 64512;  // 126 KiB of bf16: one Lamport slot
   verify_bufs vb(rs, maxn);
@@ -447,21 +433,16 @@ TEST_CASE("dda allreduce: Lamport with changing sizes, interleaved with flat and
     CHECK(e == 0);
     CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
   }
-  }
 }
 
 // All-ones input bits are Lamport's "not arrived" mark: such a NaN is sent as
 // the canonical NaN (sum stays NaN; max/min ignore it, as flat does), and
 // -0.0 is passed through untouched.
 TEST_CASE("dda allreduce: Lamport on inputs that look like its sentinel", "[gpu][dda]") {
-  for (int scheme : {RCCLX_LAMPORT_PULL, RCCLX_LAMPORT_PUSH}) {
-  INFO("lamport scheme " << scheme);
   const int N = 4;
   const size_t n = 1000;
-  rcclx_config cfg = {};
-  cfg.lamport = scheme;
   rank_set rs;
-  REQUIRE(rs.init(N, &cfg) == RCCLX_SUCCESS);
+  REQUIRE(rs.init(N) == RCCLX_SUCCESS);
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<std::vector<rcclx_bf16>> h(N, std::vector<rcclx_bf16>(n));
@@ -504,7 +485,6 @@ TEST_CASE("dda allreduce: Lamport on inputs that look like its sentinel", "[gpu]
     if (op == RCCLX_SUM) CHECK(res[1][9].bits == 0x8000);
   }
   for (int r = 0; r < N; ++r) { (void)hipFree(in[r]); (void)hipFree(out[r]); }
-  }
 }
 
 TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an error", "[gpu][dda]") {
@@ -520,10 +500,7 @@ TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an erro
     GPU_REQUIRE(hipMemset(buf[r], 0, 4096 * 4));
   }
   GPU_REQUIRE(rs.settle());
-  // The flat kernel, then Lamport pulling and pushing.
-  for (int way = 0; way < 3; ++way) {
-    const rcclx_algo algo = way == 0 ? RCCLX_ALGO_FLAT : RCCLX_ALGO_LAMPORT;
-    cfg.lamport = way == 2 ? RCCLX_LAMPORT_PUSH : RCCLX_LAMPORT_PULL;
+  for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
     rank_set rs2;  // a fresh communicator per algorithm: a timeout leaves the old one out of step
     REQUIRE(rs2.init(N, &cfg) == RCCLX_SUCCESS);
     for (int r = 1; r < N; ++r)  // rank 0 never calls
@@ -532,7 +509,7 @@ TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an erro
     GPU_REQUIRE(rs2.sync());  // returns: no hang
     for (int r = 1; r < N; ++r) {
       rcclx_error_record rec;
-      INFO("algo " << rcclx_algo_name(algo) << " lamport scheme " << cfg.lamport << " rank " << r);
+      INFO("algo " << rcclx_algo_name(algo) << " rank " << r);
       CHECK(rcclx_comm_check(&rs2.comm[r], &rec) == RCCLX_ERR_PEER_TIMEOUT);
       CHECK(rec.rank == r);
       CHECK(rec.peer == 0);
@@ -553,16 +530,13 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     GPU_REQUIRE(hipMemset(buf[r], 0, 8192 * 4));
   }
   GPU_REQUIRE(rs.settle());
-  for (int way = 0; way < 3; ++way) {  // flat, Lamport pulling, Lamport pushing
-    const rcclx_algo algo = way == 0 ? RCCLX_ALGO_FLAT : RCCLX_ALGO_LAMPORT;
-    rcclx_config cfg = {};
-    cfg.lamport = way == 2 ? RCCLX_LAMPORT_PUSH : RCCLX_LAMPORT_PULL;
+  for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
     rank_set rs2;  // fresh: a Lamport mismatch leaves a communicator out of step
-    REQUIRE(rs2.init(N, &cfg) == RCCLX_SUCCESS);
+    REQUIRE(rs2.init(N) == RCCLX_SUCCESS);
     REQUIRE(rcclx_allreduce(&rs2.comm[0], buf[0], buf[0], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[0]) == RCCLX_SUCCESS);
     REQUIRE(rcclx_allreduce(&rs2.comm[1], buf[1], buf[1], 8192, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[1]) == RCCLX_SUCCESS);
     GPU_REQUIRE(rs2.sync());
-    INFO("algo " << rcclx_algo_name(algo) << " lamport scheme " << cfg.lamport);
+    INFO("algo " << rcclx_algo_name(algo));
     CHECK(rcclx_comm_check(&rs2.comm[0], nullptr) == RCCLX_ERR_RANK_MISMATCH);
     CHECK(rcclx_comm_check(&rs2.comm[1], nullptr) == RCCLX_ERR_RANK_MISMATCH);
   }

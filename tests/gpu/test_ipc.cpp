@@ -1,8 +1,7 @@
 // One process per rank, IPC handles exchanged through files in a temporary
 // directory (the library carries no transport: this is the caller's
 // all-gather).  Forks N processes before any GPU runtime call; all may share
-// one GPU.  Each rank runs flat, tree and Lamport AllReduces (Lamport in
-// AUTO's scheme: pull when every process is on one GPU) on device-independent
+// one GPU.  Each rank runs flat, tree and Lamport AllReduces on device-independent
 // deterministic data and checks the float64-free exact expectation: inputs
 // are small integers, so every sum is exact in bf16 and fp32.
 // Usage: rcclx_ipc_test N   (exit 0 and "N passed, 0 failed" on success)

@@ -4,39 +4,27 @@
  * Every rank's Lamport area (rcclx/comm.h) holds 3 rotating buffers, each
  * with one slot per source rank.  All bytes start as 0xFF: all-ones is a
  * NaN in fp32, fp16 and bf16 alike, and means "not arrived" for every
- * dtype, so the area needs no per-dtype reset.  Rank q's message for call
- * k, block b, is in buffer k%3, slot q, of
- *   push (default across GPUs): every peer's area.  Rank q writes it into
- *        each peer (remote stores), each rank polls its own area (local
- *        polls); a rank's own slot in its own area is never used;
- *   pull (RCCLX_VIEW_LAMPORT_PULL, default when every rank is on one GPU):
- *        q's own area.  Rank q writes it once, the peers poll it there;
- *        only slot q of q's area is used.
- * with a header word per block (the call fingerprint) in front.  A call k,
- * in block b:
- *   1. writes its input vectors and its header: first, because the peers
- *      wait for them (push: thread q writes peer q's header);
- *   2. clears (to all-ones) its part of buffer (k+2)%3, last used in call
- *      k-1: push: what block b read there (the peers' copies, in its own
- *      area), at once; pull: what block b wrote there (its own copy), after
- *      step 3 saw every peer's call-k header;
- *   3. polls buffer k%3 until every peer's vectors hold no all-ones element
- *      (all peers' loads in flight together; peer q's header checked by
- *      thread q in the same loop), takes its own contribution from `send`
- *      (never a round trip through memory), then reduces in rank order
- *      0..nranks-1 in fp32 and rounds once: bitwise the flat kernel's
- *      result.
+ * dtype, so the area needs no per-dtype reset.  A call k, in block b:
+ *   1. pushes its input vectors into slot `rank` of buffer k%3 of every
+ *      peer, and a header word (the call fingerprint) for block b (thread
+ *      q to peer q): first, because the peers wait for it;
+ *   2. clears (to all-ones) what block b read from buffer (k+2)%3 (that
+ *      is, in call k-1), and its headers there;
+ *   3. polls its own buffer k%3 until every peer's vectors hold no
+ *      all-ones element (all peers' loads in flight together; peer q's
+ *      header checked by thread q in the same loop), takes its own
+ *      contribution from `send` (never a round trip through memory), then
+ *      reduces in rank order 0..nranks-1 in fp32 and rounds once: bitwise
+ *      the flat kernel's result.
+ * A rank's own slot in its own area is never written nor read.
  * The vectors are dealt to the threads by the fixed mapping of every DDA
  * kernel (rcclx_grid_first_vector): a block clears in call k+1 exactly the
- * vectors it used in call k, whatever the counts.
+ * vectors it read in call k, whatever the counts.
  * Why three buffers suffice, with no fence: buffer (k+2)%3 is next written
- * in call k+2 (push: by the peers; pull: by this rank).  A peer starts call
- * k+2 only after it received this rank's call-(k+1) message, which a LATER
- * kernel on this rank's stream writes, after this kernel (and its clear)
- * completed.  And nobody reads the buffer any more when it is cleared:
- * push: only its owner reads it, and it finished call k-1; pull: the peers
- * read it in their call k-1, and each has started call k (its header is
- * here), so its call k-1 is over.
+ * by the peers' call k+2.  A peer starts call k+2 only after it received
+ * this rank's call-(k+1) push, which a LATER kernel on this rank's stream
+ * makes, after this kernel (and its clear) completed.  Nobody reads the
+ * buffer any more: only its owner reads it, and it finished call k-1.
  * Inputs whose bits are all-ones (one particular NaN) are sent as the
  * canonical quiet NaN: the result is NaN either way (sum), or the NaN is
  * ignored either way (max/min); only a NaN's payload bits can differ from
@@ -98,27 +86,13 @@ RCCLX_DEVICE rcclx_vec16 rcclx_lamport_poll(const rcclx_dev_comm& c, const char*
   return (c.flags & RCCLX_VIEW_ONE_DEVICE) ? rcclx_ld16_relaxed_dev(p) : rcclx_ld16_volatile(p);
 }
 
-/* Where buffer `buf` starts, as a byte offset into any rank's registered
- * buffer (slot 0 of it). */
-RCCLX_DEVICE size_t rcclx_lamport_offset(const rcclx_dev_comm& c, uint32_t buf) {
-  return RCCLX_NUM_REGIONS * c.region_bytes + (size_t)buf * RCCLX_MAX_RANKS * RCCLX_LAMPORT_SLOT_BYTES;
-}
-/* Source `src`'s slot, at off = rcclx_lamport_offset(c, buf) + the byte
- * within the slot (computed once per vector), where this rank finds it: in
- * its own area (push) or in src's (pull). */
-RCCLX_DEVICE const char* rcclx_lamport_source(const rcclx_dev_comm& c, size_t off, int src) {
-  const int owner = (c.flags & RCCLX_VIEW_LAMPORT_PULL) ? src : c.rank;
-  return (const char*)c.bufs[owner] + (size_t)src * RCCLX_LAMPORT_SLOT_BYTES + off;
-}
-
 /* Block b's header from `src` in buffer `buf`: all-ones until src's block b
- * wrote its fingerprint.  If it has arrived (*pending cleared) and differs
+ * pushed its fingerprint.  If it has arrived (*pending cleared) and differs
  * from sig, records RCCLX_ERR_RANK_MISMATCH, raises *seen (the block's
  * shared flag, which stops its other pollers) and returns 1. */
 RCCLX_DEVICE int rcclx_lamport_header_mismatch(const rcclx_dev_comm& c, uint32_t buf, uint32_t sig, int* pending,
                                                int* seen, int b, int src, uint32_t call) {
-  const size_t off = rcclx_lamport_offset(c, buf) + (size_t)b * 16;
-  const uint32_t h = rcclx_lamport_poll(c, rcclx_lamport_source(c, off, src)).w[0];
+  const uint32_t h = rcclx_lamport_poll(c, rcclx_lamport_slot(c, c.rank, buf, src) + (size_t)b * 16).w[0];
   if (h == 0xFFFFFFFFu) return 0;
   *pending = 0;
   if (h == sig) return 0;
@@ -160,40 +134,28 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   if (tid == 0) mismatch_seen = 0;
   RCCLX_TRACE(c, k, 0);
 
-  /* 1. The message and the header out: into slot `rank` of buffer k%3 of
-   * every peer (push) or of this rank's own area (pull). */
-  const int pull = (c.flags & RCCLX_VIEW_LAMPORT_PULL) != 0;
-  const rcclx_vec16 hdr = {{sig, 0u, 0u, 0u}};
-  if (pull) {
-    char* own = rcclx_lamport_slot(c, c.rank, buf, c.rank);
-    for (size_t v = v0; v < nvec; v += stride)
-      rcclx_st16(own + RCCLX_LAMPORT_HEADER_BYTES + v * 16,
-                 rcclx_lamport_scrub<T>(rcclx_load_vec_clipped(send, v, n)));
-    if (tid == 0) rcclx_st16(own + (size_t)b * 16, hdr);
-  } else {
-    for (size_t v = v0; v < nvec; v += stride) {
-      const rcclx_vec16 x = rcclx_lamport_scrub<T>(rcclx_load_vec_clipped(send, v, n));
-      RCCLX_UNROLL
-      for (int q = 0; q < NMAX; ++q)
-        if (q < c.nranks && q != c.rank)
-          rcclx_st16(rcclx_lamport_slot(c, q, buf, c.rank) + RCCLX_LAMPORT_HEADER_BYTES + v * 16, x);
-    }
-    if (tid < c.nranks && tid != c.rank) /* thread q: peer q's copy (in parallel) */
-      rcclx_st16(rcclx_lamport_slot(c, tid, buf, c.rank) + (size_t)b * 16, hdr);
+  /* 1. Push into slot `rank` of buffer k%3 of every peer, then the header. */
+  for (size_t v = v0; v < nvec; v += stride) {
+    const rcclx_vec16 x = rcclx_lamport_scrub<T>(rcclx_load_vec_clipped(send, v, n));
+    RCCLX_UNROLL
+    for (int q = 0; q < NMAX; ++q)
+      if (q < c.nranks && q != c.rank)
+        rcclx_st16(rcclx_lamport_slot(c, q, buf, c.rank) + RCCLX_LAMPORT_HEADER_BYTES + v * 16, x);
+  }
+  if (tid < c.nranks && tid != c.rank) { /* thread q: peer q's copy (in parallel) */
+    const rcclx_vec16 h = {{sig, 0u, 0u, 0u}};
+    rcclx_st16(rcclx_lamport_slot(c, tid, buf, c.rank) + (size_t)b * 16, h);
   }
 
-  /* 2, push: clear buffer (k+2)%3 of this rank's area, the vectors this
-   * block read there in call k-1 (no fence: peers write there only after
-   * this kernel completed). */
+  /* 2. Clear buffer (k+2)%3: the vectors this block read there in call k-1
+   * (no fence: peers write there only after this kernel completed). */
   const size_t old = clr == 0u ? extent[0] : clr == 1u ? extent[1] : extent[2];
-  if (!pull) {
-    for (int q = 0; q < c.nranks; ++q) {
-      if (q == c.rank) continue;
-      char* s = rcclx_lamport_slot(c, c.rank, clr, q) + RCCLX_LAMPORT_HEADER_BYTES;
-      for (size_t v = v0; v < old; v += stride) rcclx_st16(s + v * 16, ones);
-    }
-    if (tid < c.nranks && tid != c.rank) rcclx_st16(rcclx_lamport_slot(c, c.rank, clr, tid) + (size_t)b * 16, ones);
+  for (int q = 0; q < c.nranks; ++q) {
+    if (q == c.rank) continue;
+    char* s = rcclx_lamport_slot(c, c.rank, clr, q) + RCCLX_LAMPORT_HEADER_BYTES;
+    for (size_t v = v0; v < old; v += stride) rcclx_st16(s + v * 16, ones);
   }
+  if (tid < c.nranks && tid != c.rank) rcclx_st16(rcclx_lamport_slot(c, c.rank, clr, tid) + (size_t)b * 16, ones);
   RCCLX_TRACE(c, k, 1);
   __syncthreads(); /* mismatch_seen is initialised */
 
@@ -208,13 +170,13 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   uint64_t t0 = 0;
   for (size_t v = v0; !bad && v < nvec; v += stride) {
     const int lanes = (v + 1) * V <= n ? V : (int)(n - v * V);
-    const size_t at = rcclx_lamport_offset(c, buf) + RCCLX_LAMPORT_HEADER_BYTES + v * 16;
+    const char* base = rcclx_lamport_slot(c, c.rank, buf, 0) + RCCLX_LAMPORT_HEADER_BYTES + v * 16;
     /* Own contribution: as pushed (scrubbed), so never pending. */
     const rcclx_vec16 mine = rcclx_lamport_scrub<T>(rcclx_load_vec_clipped(send, v, n));
     rcclx_vec16 x[NMAX];
     RCCLX_UNROLL
     for (int q = 0; q < NMAX; ++q)
-      if (q < c.nranks) x[q] = q == c.rank ? mine : rcclx_lamport_poll(c, rcclx_lamport_source(c, at, q));
+      if (q < c.nranks) x[q] = q == c.rank ? mine : rcclx_lamport_poll(c, base + (size_t)q * RCCLX_LAMPORT_SLOT_BYTES);
     for (;;) {
       int waiting_on = -1;
       RCCLX_UNROLL
@@ -229,7 +191,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
       RCCLX_UNROLL
       for (int q = 0; q < NMAX; ++q)
         if (q < c.nranks && rcclx_lamport_pending<T>(x[q], lanes))
-          x[q] = rcclx_lamport_poll(c, rcclx_lamport_source(c, at, q));
+          x[q] = rcclx_lamport_poll(c, base + (size_t)q * RCCLX_LAMPORT_SLOT_BYTES);
     }
     if (!bad) rcclx_store_vec_clipped(recv, v, n, rcclx_dda_accumulate<T, OP, NMAX>(x, c.nranks));
   }
@@ -246,14 +208,6 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   if (__syncthreads_or(bad)) return;
   RCCLX_TRACE(c, k, 3);
   rcclx_dda_done_waiting();
-  /* 2, pull: every peer's call-k header is here (the vote above), so every
-   * peer finished call k-1, the last reads of this rank's buffer (k+2)%3:
-   * clear what this block wrote there. */
-  if (pull) {
-    char* own = rcclx_lamport_slot(c, c.rank, clr, c.rank);
-    for (size_t v = v0; v < old; v += stride) rcclx_st16(own + RCCLX_LAMPORT_HEADER_BYTES + v * 16, ones);
-    if (tid == 0) rcclx_st16(own + (size_t)b * 16, ones);
-  }
   /* 4. How far buffer k%3 must be cleared in call k+1, and the call count
    * (every thread read both counters before the barrier above; the next
    * call is a later kernel on the same stream). */

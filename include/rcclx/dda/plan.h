@@ -32,15 +32,17 @@ RCCLX_HOST size_t rcclx_default_flat_max_bytes(int nranks) {
 
 /* Default Lamport switch point for AUTO (bytes of one rank's message, at
  * most RCCLX_LAMPORT_MAX_BYTES); RCCLX_LAMPORT_MAX_BYTES overrides.  From
- * bench/RESULTS.md (run 20, one H200, virtual ranks, bf16, the kernel
- * that pushes first and takes its own share from `send`): it beats the
- * staged flat kernel at 1, 16 and 64 KiB with 2 ranks (16 KiB: 2.77 vs
- * 3.32 us) and 4 ranks (3.43 vs 3.65), and loses with 8 (5.00 vs 4.52), so
- * it is on up to 4 ranks (3 interpolated) and off above.  Whether it wins
- * over real links is issue #7's measurement.  (After a rank mismatch in a
- * Lamport call the communicators must be rebuilt: rcclx/dda/lamport.h.) */
+ * bench/RESULTS.md (run 25, one H200, virtual ranks, bf16, after the
+ * barrier found the call fingerprint in its arrival word): with 2 ranks it
+ * beats the staged flat kernel at 1, 16 and 64 KiB (16 KiB: 2.93 vs 3.30
+ * us); with 4 ranks it now loses (3.69 vs 3.57; in run 20, before that
+ * barrier change, it had won), with 8 too (5.26 vs 4.39).  So it is on
+ * with 2 ranks only (3: unmeasured, left to the flat kernel).  Whether it
+ * wins over real links is issue #7's measurement.  (After a rank mismatch
+ * in a Lamport call the communicators must be rebuilt:
+ * rcclx/dda/lamport.h.) */
 RCCLX_HOST size_t rcclx_default_lamport_max_bytes(int nranks) {
-  const size_t d = nranks <= 4 ? ((size_t)64 << 10) : 0;
+  const size_t d = nranks <= 2 ? ((size_t)64 << 10) : 0;
   const size_t v = rcclx_env_size("RCCLX_LAMPORT_MAX_BYTES", d);
   return v < RCCLX_LAMPORT_MAX_BYTES ? v : RCCLX_LAMPORT_MAX_BYTES;
 }
