@@ -9,49 +9,34 @@
 
 #define RCCLX_WARP_SIZE 32
 
-/* `.sys` scope is what peers on other GPUs need; CI greps the PTX for it. */
-RCCLX_DEVICE void rcclx_st_release_sys_u32(uint32_t* p, uint32_t v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-RCCLX_DEVICE uint32_t rcclx_ld_acquire_sys_u32(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-RCCLX_DEVICE uint32_t rcclx_ld_relaxed_sys_u32(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
+/* Ordered flag accesses: a store (release) or load (acquire, relaxed) of a
+ * 32- or 64-bit word (T, its PTX type and register constraint) at a scope.
+ * `.sys` scope is what peers on other GPUs need (CI greps the PTX for it);
+ * `.gpu` is enough when every rank runs on this one GPU (the _dev ones). */
+#define RCCLX_CUDA_ST_ORDERED(name, T, op, c)                      \
+  RCCLX_DEVICE void name(T* p, T v) {                              \
+    asm volatile(op " [%0], %1;" ::"l"(p), c(v) : "memory");       \
+  }
+#define RCCLX_CUDA_LD_ORDERED(name, T, op, c)                      \
+  RCCLX_DEVICE T name(const T* p) {                                \
+    T v;                                                           \
+    asm volatile(op " %0, [%1];" : "=" c(v) : "l"(p) : "memory");  \
+    return v;                                                      \
+  }
+RCCLX_CUDA_ST_ORDERED(rcclx_st_release_sys_u32, uint32_t, "st.release.sys.global.u32", "r")
+RCCLX_CUDA_LD_ORDERED(rcclx_ld_acquire_sys_u32, uint32_t, "ld.acquire.sys.global.u32", "r")
+RCCLX_CUDA_LD_ORDERED(rcclx_ld_relaxed_sys_u32, uint32_t, "ld.relaxed.sys.global.u32", "r")
+RCCLX_CUDA_ST_ORDERED(rcclx_st_release_dev_u32, uint32_t, "st.release.gpu.global.u32", "r")
+RCCLX_CUDA_LD_ORDERED(rcclx_ld_acquire_dev_u32, uint32_t, "ld.acquire.gpu.global.u32", "r")
+/* 64-bit words (a barrier's arrival: epoch and fingerprint together). */
+RCCLX_CUDA_ST_ORDERED(rcclx_st_release_sys_u64, uint64_t, "st.release.sys.global.u64", "l")
+RCCLX_CUDA_LD_ORDERED(rcclx_ld_acquire_sys_u64, uint64_t, "ld.acquire.sys.global.u64", "l")
+RCCLX_CUDA_ST_ORDERED(rcclx_st_release_dev_u64, uint64_t, "st.release.gpu.global.u64", "l")
+RCCLX_CUDA_LD_ORDERED(rcclx_ld_acquire_dev_u64, uint64_t, "ld.acquire.gpu.global.u64", "l")
+#undef RCCLX_CUDA_ST_ORDERED
+#undef RCCLX_CUDA_LD_ORDERED
 RCCLX_DEVICE void rcclx_fence_acq_rel_sys(void) {
   asm volatile("fence.acq_rel.sys;" ::: "memory");
-}
-/* `.gpu` scope: enough when every rank runs on this one GPU. */
-RCCLX_DEVICE void rcclx_st_release_dev_u32(uint32_t* p, uint32_t v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-RCCLX_DEVICE uint32_t rcclx_ld_acquire_dev_u32(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-/* 64-bit words (a barrier's arrival: epoch and fingerprint together). */
-RCCLX_DEVICE void rcclx_st_release_sys_u64(uint64_t* p, uint64_t v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-RCCLX_DEVICE uint64_t rcclx_ld_acquire_sys_u64(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-RCCLX_DEVICE void rcclx_st_release_dev_u64(uint64_t* p, uint64_t v) {
-  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-RCCLX_DEVICE uint64_t rcclx_ld_acquire_dev_u64(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
 }
 
 /* Programmatic dependent launch (griddepcontrol, sm_90+); both return at
