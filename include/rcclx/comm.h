@@ -221,6 +221,17 @@ typedef struct rcclx_config {
 
 typedef enum { RCCLX_COMM_LOCAL = 1, RCCLX_COMM_IPC = 2 } rcclx_comm_kind;
 
+/* The low-precision switches (rcclx/fp8/lowp_plan.h) as the environment
+ * held them when the communicator was created, read once then (as RCCLX
+ * reads its parameters), never on a call: a call neither pays for the
+ * lookups nor races with a thread that changes the environment. */
+typedef struct rcclx_lowp_switches {
+  uint32_t on;      /* bit c: collective c (rcclx_collective) goes over FP8 */
+  size_t min_bytes; /* ... from this many bytes per rank */
+  int format;       /* the FP8 wire's format and block size */
+  int block_size;
+} rcclx_lowp_switches;
+
 /* Host handle of one rank.  Zero-initialise before init; destroy is safe on
  * a zeroed or half-built handle. */
 typedef struct rcclx_comm {
@@ -234,6 +245,8 @@ typedef struct rcclx_comm {
   size_t lamport_max_bytes; /* auto: Lamport at or below this (0: never) */
   size_t direct_min_bytes;  /* RCCLX_VIEW_DIRECT views: DIRECT from this size up */
   int pdl;                  /* launch the DDA kernels with programmatic dependent launch */
+  rcclx_lowp_switches lowp; /* read at creation (rcclx_lowp_switches_from_env) */
+  size_t lowp_flat_max_bytes; /* low-precision AllReduce: flat at or below this, tree above */
 } rcclx_comm;
 
 RCCLX_HOST size_t rcclx_env_size(const char* name, size_t fallback) {

@@ -16,6 +16,7 @@
 #include <rcclx/comm.h>
 #include <rcclx/dda/kernels.h>
 #include <rcclx/dda/plan.h>
+#include <rcclx/fp8/lowp_plan.h>
 
 #if defined(RCCLX_GPU_LANG)
 
@@ -158,6 +159,8 @@ RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const
   c->flat_max_bytes = rcclx_default_flat_max_bytes(nranks);
   c->lamport_max_bytes = rcclx_default_lamport_max_bytes(nranks);
   c->direct_min_bytes = rcclx_default_direct_min_bytes(nranks);
+  c->lowp = rcclx_lowp_switches_from_env();
+  c->lowp_flat_max_bytes = rcclx_lowp_default_flat_max_bytes(nranks);
   c->pdl = cfg->pdl != RCCLX_PDL_OFF && rcclx_pdl_supported(c->device);
   if (c->pdl && cfg->pdl == RCCLX_PDL_EARLY) c->view.flags |= RCCLX_VIEW_LAUNCH_EARLY;
 }

@@ -14,8 +14,8 @@ works, also for several processes sharing one GPU).  Calls are stream-ordered
 on PyTorch's current stream and capturable in ``torch.cuda.graph``: the
 kernels keep their barrier epochs in device memory, nothing on the host is
 frozen into the graph.  ``RCCL_LOW_PRECISION_ENABLE=1`` (and the other
-switches of include/rcclx/fp8/lowp_plan.h) is honoured per call, as in the C
-launcher.
+switches of include/rcclx/fp8/lowp_plan.h) is read when a communicator is
+created, as in the C API (set it before ``new_comm``).
 
 The native part is python/rcclx_torch/csrc/bridge.cu, a C ABI loaded with
 ctypes.  By default it is built on first use with
@@ -190,8 +190,9 @@ class Communicator:
                    stream=None):
         """In place on ``tensor`` (or into ``out``), on the current stream
         (or ``stream``, a torch.cuda.Stream).
-        ``low_precision``: None = the environment decides
-        (RCCL_LOW_PRECISION_ENABLE, sum only), True = FP8 wire, False = never.
+        ``low_precision``: None = the environment decides, as it was when
+        the communicator was created (RCCL_LOW_PRECISION_ENABLE, sum only),
+        True = FP8 wire, False = never.
         ``algorithm``: auto / flat / tree / lamport (the same bits whichever
         runs).
         Returns None, or with ``async_op`` a handle whose ``wait()`` orders

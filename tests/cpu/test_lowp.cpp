@@ -150,7 +150,25 @@ TEST_CASE("low-precision switches: RCCL_LOW_PRECISION_ENABLE and friends", "[low
   CHECK(rcclx_wire_from_env().block_size == 32);
   setenv("RCCLX_LOW_PRECISION_BLOCK", "33", 1);  // invalid: default kept
   CHECK(rcclx_wire_from_env().block_size == 128);
+  // A snapshot (what a communicator keeps from its creation) does not move
+  // with the environment.
+  setenv("RCCLX_LOW_PRECISION_BLOCK", "64", 1);
+  const rcclx_lowp_switches snap = rcclx_lowp_switches_from_env();
+  CHECK(snap.on == ((1u << RCCLX_COLL_ALLREDUCE) | (1u << RCCLX_COLL_REDUCE_SCATTER) | (1u << RCCLX_COLL_ALLTOALL)));
+  CHECK(snap.min_bytes == 1024);
   for (const char* v : vars) unsetenv(v);
+  CHECK(rcclx_lowp_enabled(RCCLX_COLL_ALLREDUCE, big) == 0);  // the environment: off now
+  CHECK(rcclx_lowp_switches_on(&snap, RCCLX_COLL_ALLREDUCE, big) == 1);
+  CHECK(rcclx_lowp_switches_on(&snap, RCCLX_COLL_ALLGATHER, big) == 0);
+  CHECK(rcclx_lowp_switches_on(&snap, RCCLX_COLL_ALLREDUCE, 1023) == 0);
+  CHECK(rcclx_lowp_switches_on(&snap, (rcclx_collective)4, big) == 0);
+  CHECK(rcclx_lowp_switches_wire(&snap, RCCLX_COLL_ALLTOALL, big).format == RCCLX_FP8_E5M2);
+  CHECK(rcclx_lowp_switches_wire(&snap, RCCLX_COLL_ALLTOALL, big).block_size == 64);
+  CHECK(rcclx_lowp_switches_wire(&snap, RCCLX_COLL_ALLGATHER, big).format == RCCLX_WIRE_RAW);
+  const rcclx_lowp_switches off = rcclx_lowp_switches_from_env();
+  CHECK(off.on == 0u);
+  CHECK(off.min_bytes == rcclx_lowp_default_min_bytes());
+  CHECK(rcclx_lowp_switches_fp8(&off).format == rcclx_wire_default().format);
 }
 
 TEST_CASE("low-precision AllReduce reference: within the format's bound of float64", "[lowp]") {

@@ -214,15 +214,21 @@ TEST_CASE("lowp: graph capture and 50 replays with the data changed between them
   }
 }
 
+// The switches are read when the communicator is created: set before, and
+// cleared right after, they still hold for its calls; a communicator made
+// without them keeps full precision.
 TEST_CASE("lowp: RCCL_LOW_PRECISION_ENABLE switches rcclx_allreduce; explicit algo wins", "[gpu][lowp]") {
   std::mt19937 rng(17);
-  rank_set rs;
+  rank_set rs, plain;
+  setenv("RCCL_LOW_PRECISION_ENABLE", "1", 1);
+  setenv("RCCLX_LOW_PRECISION_MIN_BYTES", "1024", 1);
   REQUIRE(rs.init(4) == RCCLX_SUCCESS);
+  unsetenv("RCCL_LOW_PRECISION_ENABLE");
+  unsetenv("RCCLX_LOW_PRECISION_MIN_BYTES");
+  REQUIRE(plain.init(4) == RCCLX_SUCCESS);
   const size_t n = 65537;
   auto in = random_inputs<rcclx_bf16>(4, n, rng);
   rank_bufs<rcclx_bf16> b(rs, n, n);
-  setenv("RCCL_LOW_PRECISION_ENABLE", "1", 1);
-  setenv("RCCLX_LOW_PRECISION_MIN_BYTES", "1024", 1);
   struct { rcclx_algo algo; rcclx_lowp_kind ref_kind; rcclx_wire ref_wire; } cases[] = {
       {RCCLX_ALGO_AUTO, RCCLX_LOWP_ALLREDUCE_FLAT, rcclx_wire_default()},  // 128 KiB: low-precision flat
       {RCCLX_ALGO_FLAT, RCCLX_LOWP_ALLREDUCE_FLAT, rcclx_wire_raw()},      // explicit: full precision
@@ -237,11 +243,16 @@ TEST_CASE("lowp: RCCL_LOW_PRECISION_ENABLE switches rcclx_allreduce; explicit al
     INFO("algo " << c.algo);
     CHECK(compare_outputs(rs, b, c.ref_kind, in, n, c.ref_wire, b.recv.data()) == 0);
   }
+  b.upload(rs, in);
+  for (int r = 0; r < 4; ++r)
+    REQUIRE(rcclx_allreduce(&plain.comm[r], b.send[r], b.recv[r], n, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_AUTO,
+                            plain.stream[r]) == RCCLX_SUCCESS);
+  GPU_REQUIRE(plain.sync());
+  INFO("a communicator created without the switch");
+  CHECK(compare_outputs(plain, b, RCCLX_LOWP_ALLREDUCE_FLAT, in, n, rcclx_wire_raw(), b.recv.data()) == 0);
   // Max is not a low-precision op: AUTO keeps full precision, LOWP is refused.
   CHECK(rcclx_allreduce(&rs.comm[0], b.send[0], b.recv[0], n, RCCLX_BFLOAT16, RCCLX_MAX, RCCLX_ALGO_LOWP_FLAT,
                         rs.stream[0]) == RCCLX_ERR_UNSUPPORTED_OP);
-  unsetenv("RCCL_LOW_PRECISION_ENABLE");
-  unsetenv("RCCLX_LOW_PRECISION_MIN_BYTES");
 }
 
 TEST_CASE("lowp: ranks that disagree are reported, bad input refused before launch", "[gpu][lowp]") {

@@ -146,7 +146,9 @@ for n, algo in ((300001, "flat"), (300001, "tree"), (1 << 20, "auto")):
     exact = sum(v.double() for v in xs)
     expect(bool(((low.double() - exact).abs() <= lowp_bound(xs, exact)).all()), "low-precision all_reduce bound")
     same_on_all_ranks(low, "low-precision all_reduce")
-# The environment switch, as RCCLX users set it.
+# The environment switch, as RCCLX users set it: read when a communicator
+# is created, so it holds for the one made while it was set (even after it
+# is cleared), and not for `comm`, made before.
 n = 1 << 18
 xs = inputs(("lpenv", n), n, torch.bfloat16)
 x = xs[RANK].to(DEV)
@@ -154,12 +156,17 @@ explicit, by_env, full = torch.empty_like(x), torch.empty_like(x), torch.empty_l
 comm.all_reduce(x, out=explicit, low_precision=True)
 os.environ["RCCL_LOW_PRECISION_ENABLE"] = "1"
 os.environ["RCCLX_LOW_PRECISION_MIN_BYTES"] = "0"
-comm.all_reduce(x, out=by_env)
+comm_env = rt.new_comm("rcclx", DEV, name="test-env", buffer_bytes=REGION,
+                       watchdog_ms=int(os.environ.get("RCCLX_WATCHDOG_MS", "60000")))
 os.environ.pop("RCCL_LOW_PRECISION_ENABLE")
+os.environ.pop("RCCLX_LOW_PRECISION_MIN_BYTES")
+comm_env.all_reduce(x, out=by_env)
 comm.all_reduce(x, out=full)
 expect(bits_equal(explicit, by_env), "RCCL_LOW_PRECISION_ENABLE=1 does not give the FP8 result")
 expect(not bits_equal(explicit, full), "the FP8 and full-precision results are identical (switch had no effect?)")
-check_reduce(full.cpu(), xs, rt.ReduceOp.SUM, "full precision after the switch")
+check_reduce(full.cpu(), xs, rt.ReduceOp.SUM, "full precision on the communicator made before the switch")
+torch.cuda.synchronize()
+comm_env.close()
 # FP8 ReduceScatter and AllGather.
 n = 50000
 xs = inputs(("lprs", n), WORLD * n, torch.bfloat16)

@@ -26,8 +26,9 @@
  *     RCCLX_LAMPORT_MAX_BYTES.
  *   - Low precision (FP8 on the wire, rcclx/fp8/collectives.h): algo
  *     LOWP_FLAT / LOWP_TREE, or AUTO with RCCL_LOW_PRECISION_ENABLE=1 (see
- *     rcclx/fp8/lowp_plan.h for the switches, threshold and wire) and op
- *     sum.  An explicit FLAT or TREE always keeps full precision.
+ *     rcclx/fp8/lowp_plan.h for the switches, threshold and wire; read
+ *     when the communicator was created, comm->lowp) and op sum.  An
+ *     explicit FLAT or TREE always keeps full precision.
  *   - Result: fp32 reduction in rank order 0..nranks-1, rounded once to
  *     dtype, bitwise identical on every rank and independent of the grid.
  */
@@ -77,11 +78,12 @@ RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void
   RCCLX_TRY(rcclx_allreduce_check(&comm->view, send, recv, count, dtype, op, algo));
   const size_t es = rcclx_dtype_size(dtype);
   if (algo == RCCLX_ALGO_LOWP_FLAT || algo == RCCLX_ALGO_LOWP_TREE ||
-      (algo == RCCLX_ALGO_AUTO && op == RCCLX_SUM && rcclx_lowp_enabled(RCCLX_COLL_ALLREDUCE, count * es)))
+      (algo == RCCLX_ALGO_AUTO && op == RCCLX_SUM &&
+       rcclx_lowp_switches_on(&comm->lowp, RCCLX_COLL_ALLREDUCE, count * es)))
     return rcclx_lowp_allreduce(comm, send, recv, count, dtype,
                                 algo == RCCLX_ALGO_LOWP_FLAT ? RCCLX_ALGO_FLAT
                                 : algo == RCCLX_ALGO_LOWP_TREE ? RCCLX_ALGO_TREE : RCCLX_ALGO_AUTO,
-                                rcclx_wire_from_env(), stream);
+                                rcclx_lowp_switches_fp8(&comm->lowp), stream);
   int src = RCCLX_SRC_STAGED;
   const rcclx_algo a = rcclx_dda_resolve(comm, send, count * es, algo, &src);
   const size_t chunk = a == RCCLX_ALGO_LAMPORT            ? RCCLX_LAMPORT_MAX_BYTES / es

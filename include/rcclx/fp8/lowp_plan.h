@@ -146,7 +146,10 @@ RCCLX_HOST rcclx_status rcclx_lowp_check(const rcclx_dev_comm* v, rcclx_lowp_kin
  * RCCLX_LOW_PRECISION_MIN_BYTES bytes per rank (default
  * rcclx_lowp_default_min_bytes) keep the full-precision path.
  * RCCLX_LOW_PRECISION_FORMAT=e4m3|e5m2|e4m3fn|e4m3fnuz|e5m2fnuz and
- * RCCLX_LOW_PRECISION_BLOCK=32|64|128|256 pick the wire. */
+ * RCCLX_LOW_PRECISION_BLOCK=32|64|128|256 pick the wire.
+ * A communicator reads them once, when it is created (rcclx_comm.lowp,
+ * rcclx_lowp_switches_from_env); rcclx_lowp_enabled, rcclx_wire_from_env
+ * and rcclx_wire_for read the environment as it is now. */
 typedef enum {
   RCCLX_COLL_ALLREDUCE = 0,
   RCCLX_COLL_REDUCE_SCATTER = 1,
@@ -178,17 +181,16 @@ RCCLX_HOST size_t rcclx_lowp_default_flat_max_bytes(int nranks) {
   return rcclx_env_size("RCCLX_LOW_PRECISION_FLAT_MAX_BYTES", d);
 }
 
-RCCLX_HOST int rcclx_lowp_enabled(rcclx_collective c, size_t bytes_per_rank) {
+/* The switches as the environment holds them now. */
+RCCLX_HOST rcclx_lowp_switches rcclx_lowp_switches_from_env(void) {
   static const char* const per[4] = {"RCCLX_LOW_PRECISION_ALLREDUCE", "RCCLX_LOW_PRECISION_REDUCE_SCATTER",
                                      "RCCLX_LOW_PRECISION_ALLGATHER", "RCCLX_LOW_PRECISION_ALLTOALL"};
+  rcclx_lowp_switches s;
   const int all = rcclx_env_flag("RCCL_LOW_PRECISION_ENABLE", 0) || rcclx_env_flag("RCCLX_LOW_PRECISION_ENABLE", 0);
-  if ((int)c < 0 || (int)c > 3 || !rcclx_env_flag(per[c], all)) return 0;
-  return bytes_per_rank >= rcclx_env_size("RCCLX_LOW_PRECISION_MIN_BYTES", rcclx_lowp_default_min_bytes());
-}
-
-/* The wire the environment asks for (rcclx_wire_default() where unset or
- * unreadable). */
-RCCLX_HOST rcclx_wire rcclx_wire_from_env(void) {
+  s.on = 0;
+  for (int c = 0; c < 4; ++c)
+    if (rcclx_env_flag(per[c], all)) s.on |= 1u << c;
+  s.min_bytes = rcclx_env_size("RCCLX_LOW_PRECISION_MIN_BYTES", rcclx_lowp_default_min_bytes());
   rcclx_wire w = rcclx_wire_default();
   const char* f = getenv("RCCLX_LOW_PRECISION_FORMAT");
   if (f && !strcmp(f, "e5m2")) w.format = rcclx_fp8_is_fnuz((rcclx_fp8_format)w.format) ? RCCLX_FP8_E5M2FNUZ : RCCLX_FP8_E5M2;
@@ -197,11 +199,38 @@ RCCLX_HOST rcclx_wire rcclx_wire_from_env(void) {
   else if (f && !strcmp(f, "e5m2fnuz")) w.format = RCCLX_FP8_E5M2FNUZ;
   const int b = (int)rcclx_env_size("RCCLX_LOW_PRECISION_BLOCK", 0);
   if (rcclx_fp8_block_size_valid(b)) w.block_size = b;
-  return w;
+  s.format = w.format;
+  s.block_size = w.block_size;
+  return s;
 }
 
-/* The wire the switches give collective c for a message of bytes_per_rank:
- * rcclx_wire_from_env() where rcclx_lowp_enabled, else full precision. */
+/* The FP8 wire the switches name (format and block; fp32 scales). */
+RCCLX_HOST rcclx_wire rcclx_lowp_switches_fp8(const rcclx_lowp_switches* s) {
+  rcclx_wire w = rcclx_wire_default();
+  w.format = s->format;
+  w.block_size = s->block_size;
+  return w;
+}
+/* Whether the switches send collective c's message of bytes_per_rank over FP8. */
+RCCLX_HOST int rcclx_lowp_switches_on(const rcclx_lowp_switches* s, rcclx_collective c, size_t bytes_per_rank) {
+  return (int)c >= 0 && (int)c <= 3 && ((s->on >> (int)c) & 1u) && bytes_per_rank >= s->min_bytes;
+}
+/* The wire they give it: the FP8 wire where on, else full precision. */
+RCCLX_HOST rcclx_wire rcclx_lowp_switches_wire(const rcclx_lowp_switches* s, rcclx_collective c,
+                                               size_t bytes_per_rank) {
+  return rcclx_lowp_switches_on(s, c, bytes_per_rank) ? rcclx_lowp_switches_fp8(s) : rcclx_wire_raw();
+}
+
+/* The same three, read from the environment as it is now. */
+RCCLX_HOST int rcclx_lowp_enabled(rcclx_collective c, size_t bytes_per_rank) {
+  const rcclx_lowp_switches s = rcclx_lowp_switches_from_env();
+  return rcclx_lowp_switches_on(&s, c, bytes_per_rank);
+}
+RCCLX_HOST rcclx_wire rcclx_wire_from_env(void) {
+  const rcclx_lowp_switches s = rcclx_lowp_switches_from_env();
+  return rcclx_lowp_switches_fp8(&s);
+}
 RCCLX_HOST rcclx_wire rcclx_wire_for(rcclx_collective c, size_t bytes_per_rank) {
-  return rcclx_lowp_enabled(c, bytes_per_rank) ? rcclx_wire_from_env() : rcclx_wire_raw();
+  const rcclx_lowp_switches s = rcclx_lowp_switches_from_env();
+  return rcclx_lowp_switches_wire(&s, c, bytes_per_rank);
 }

@@ -106,8 +106,9 @@ int rcclx_torch_overlaps_registered(void* h, const void* p, size_t bytes) {
 }
 
 /* AllReduce.  precision ENV: rcclx_allreduce as is (RCCL_LOW_PRECISION_ENABLE
- * and the other switches of rcclx/fp8/lowp_plan.h decide); FULL: never FP8;
- * LOW: FP8 wire (format and block from the environment).  algo: rcclx_algo
+ * and the other switches of rcclx/fp8/lowp_plan.h, as the environment held
+ * them when the communicator was created, decide); FULL: never FP8; LOW:
+ * FP8 wire (format and block from the same switches).  algo: rcclx_algo
  * (auto / flat / tree / lamport). */
 int rcclx_torch_allreduce(void* h, const void* send, void* recv, size_t count, int dtype, int op, int algo,
                           int precision, void* stream) {
@@ -119,7 +120,8 @@ int rcclx_torch_allreduce(void* h, const void* send, void* recv, size_t count, i
   if (precision == RCCLX_TORCH_PRECISION_LOW) {
     if (op != RCCLX_SUM) return RCCLX_ERR_UNSUPPORTED_OP;
     if (algo == RCCLX_ALGO_LAMPORT) return RCCLX_ERR_INVALID_ARGUMENT;
-    return rcclx_lowp_allreduce(c, send, recv, count, (rcclx_dtype)dtype, (rcclx_algo)algo, rcclx_wire_from_env(), s);
+    return rcclx_lowp_allreduce(c, send, recv, count, (rcclx_dtype)dtype, (rcclx_algo)algo,
+                                rcclx_lowp_switches_fp8(&c->lowp), s);
   }
   rcclx_algo a = (rcclx_algo)algo;
   int src = 0;
@@ -137,9 +139,9 @@ int rcclx_torch_collective(void* h, int kind, const void* send, void* recv, size
   static const rcclx_lowp_kind kinds[3] = {RCCLX_LOWP_REDUCE_SCATTER, RCCLX_LOWP_ALLGATHER, RCCLX_LOWP_ALLTOALL};
   static const rcclx_collective colls[3] = {RCCLX_COLL_REDUCE_SCATTER, RCCLX_COLL_ALLGATHER, RCCLX_COLL_ALLTOALL};
   if (kind < 0 || kind > 2) return RCCLX_ERR_INVALID_ARGUMENT;
-  const rcclx_wire w = precision == RCCLX_TORCH_PRECISION_LOW ? rcclx_wire_from_env()
+  const rcclx_wire w = precision == RCCLX_TORCH_PRECISION_LOW ? rcclx_lowp_switches_fp8(&c->lowp)
                        : precision == RCCLX_TORCH_PRECISION_ENV
-                           ? rcclx_wire_for(colls[kind], count * rcclx_dtype_size((rcclx_dtype)dtype))
+                           ? rcclx_lowp_switches_wire(&c->lowp, colls[kind], count * rcclx_dtype_size((rcclx_dtype)dtype))
                            : rcclx_wire_raw();
   return rcclx_lowp_collective(c, kinds[kind], send, recv, count, (rcclx_dtype)dtype, w, (hipStream_t)stream);
 }
