@@ -35,51 +35,49 @@ RCCLX_HOST rcclx_status rcclx_set_device_(int device, int* previous) {
   return RCCLX_SUCCESS;
 }
 
-/* Whether `grid` blocks of `threads` threads of `kernel` on this rank can be
- * co-resident with the same grid of every other rank on its GPU, as a
- * kernel that waits on peers (a barrier, a tile wait) needs.  For kernels
- * other than the DDA ones the communicator's grid was sized for; a user's
- * fused kernel calls it before launching.  RCCLX_SUCCESS, or
- * RCCLX_ERR_INVALID_ARGUMENT when it cannot be (RCCLX_ERR_RUNTIME if the
- * runtime cannot say). */
-RCCLX_HOST rcclx_status rcclx_comm_check_coresident(const rcclx_comm* comm, const void* kernel, int threads, int grid) {
-  int occ = 0, sms = 0;
-  if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, 0) != hipSuccess ||
-      hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, comm->device) != hipSuccess)
-    return RCCLX_ERR_RUNTIME;
-  return (long)occ * sms < (long)grid * comm->ranks_on_device ? RCCLX_ERR_INVALID_ARGUMENT : RCCLX_SUCCESS;
-}
-
 /* What rcclx_comm_check_coresident_memo remembers of one kernel, per device
  * (ordinals below RCCLX_OCCUPANCY_MEMO_DEVICES; others are asked every
  * time): the block size asked for, the kernel's blocks per multiprocessor
- * and the multiprocessor count, packed in one word (0: not asked yet).
- * Keep one per kernel, zero-initialised (a function-local static). */
+ * and the multiprocessor count, packed in one word (0: not asked yet, no
+ * block size being 0).  Keep one per kernel, zero-initialised (a
+ * function-local static). */
 #define RCCLX_OCCUPANCY_MEMO_DEVICES 16
 typedef struct rcclx_occupancy_memo {
   uint64_t word[RCCLX_OCCUPANCY_MEMO_DEVICES];
 } rcclx_occupancy_memo;
 
-/* rcclx_comm_check_coresident for a launcher that checks the same kernel on
- * every call: the runtime is asked once per device and block size (the
- * first ask also loads the kernel, as rcclx/comm.h requires), later calls
- * read *memo.  Any host thread may call it (the word is read and written
- * atomically; two first calls may both ask, with the same answer). */
+/* Whether `grid` blocks of `threads` threads of `kernel` on this rank can be
+ * co-resident with the same grid of every other rank on its GPU, as a
+ * kernel that waits on peers (a barrier, a tile wait) needs.  For kernels
+ * other than the DDA ones the communicator's grid was sized for.
+ * RCCLX_SUCCESS, or RCCLX_ERR_INVALID_ARGUMENT when it cannot be
+ * (RCCLX_ERR_RUNTIME if the runtime cannot say).  With memo NULL the
+ * runtime is asked every time; with a memo (for a launcher that checks the
+ * same kernel on every call) once per device and block size, later calls
+ * read it.  The first ask also loads the kernel, as rcclx/comm.h requires.
+ * Any host thread may call it (the word is read and written atomically;
+ * two first calls may both ask, with the same answer). */
 RCCLX_HOST rcclx_status rcclx_comm_check_coresident_memo(const rcclx_comm* comm, const void* kernel, int threads,
                                                          int grid, rcclx_occupancy_memo* memo) {
   const int d = comm->device;
-  uint64_t w = d >= 0 && d < RCCLX_OCCUPANCY_MEMO_DEVICES ? __atomic_load_n(&memo->word[d], __ATOMIC_RELAXED) : 0u;
-  if (!w || (int)((w >> 40) & 0xFFFFu) != threads) {
+  uint64_t* slot = memo && d >= 0 && d < RCCLX_OCCUPANCY_MEMO_DEVICES ? &memo->word[d] : NULL;
+  uint64_t w = slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0u;
+  if ((long)(w >> 40) != (long)threads) {
     int occ = 0, sms = 0;
     if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, 0) != hipSuccess ||
         hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, d) != hipSuccess || occ < 0 ||
         occ > 0xFFFF || sms < 0 || sms > 0xFFFFFF)
       return RCCLX_ERR_RUNTIME;
-    w = (1ull << 63) | ((uint64_t)threads << 40) | ((uint64_t)sms << 16) | (uint64_t)occ;
-    if (d >= 0 && d < RCCLX_OCCUPANCY_MEMO_DEVICES) __atomic_store_n(&memo->word[d], w, __ATOMIC_RELAXED);
+    w = ((uint64_t)(uint32_t)threads << 40) | ((uint64_t)sms << 16) | (uint64_t)occ;
+    if (slot) __atomic_store_n(slot, w, __ATOMIC_RELAXED);
   }
   const long occ = (long)(w & 0xFFFFu), sms = (long)((w >> 16) & 0xFFFFFFu);
   return occ * sms < (long)grid * comm->ranks_on_device ? RCCLX_ERR_INVALID_ARGUMENT : RCCLX_SUCCESS;
+}
+/* The same, asking the runtime every time: what a user's fused kernel
+ * calls before launching. */
+RCCLX_HOST rcclx_status rcclx_comm_check_coresident(const rcclx_comm* comm, const void* kernel, int threads, int grid) {
+  return rcclx_comm_check_coresident_memo(comm, kernel, threads, grid, NULL);
 }
 
 /* Grid of every collective kernel of a rank: co-resident with the grids of

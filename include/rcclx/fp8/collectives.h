@@ -346,23 +346,26 @@ RCCLX_HOST rcclx_status rcclx_lowp_allreduce(rcclx_comm* comm, const void* send,
   return rcclx_lowp_collective(comm, a == RCCLX_ALGO_FLAT ? RCCLX_LOWP_ALLREDUCE_FLAT : RCCLX_LOWP_ALLREDUCE_TREE,
                                send, recv, count, dtype, w, stream);
 }
-/* The wire comm's switches (read at its creation) give collective c. */
-RCCLX_HOST rcclx_wire rcclx_comm_wire_(const rcclx_comm* comm, rcclx_collective c, size_t count, rcclx_dtype dtype) {
+/* The wire comm's low-precision switches (read at its creation) give
+ * collective c for count elements of dtype per rank segment (full
+ * precision for a NULL comm, which the collective then refuses). */
+RCCLX_HOST rcclx_wire rcclx_comm_lowp_wire(const rcclx_comm* comm, rcclx_collective c, size_t count,
+                                           rcclx_dtype dtype) {
   return comm ? rcclx_lowp_switches_wire(&comm->lowp, c, count * rcclx_dtype_size(dtype)) : rcclx_wire_raw();
 }
 RCCLX_HOST rcclx_status rcclx_reduce_scatter(rcclx_comm* comm, const void* send, void* recv, size_t count,
                                              rcclx_dtype dtype, hipStream_t stream) {
-  const rcclx_wire w = rcclx_comm_wire_(comm, RCCLX_COLL_REDUCE_SCATTER, count, dtype);
+  const rcclx_wire w = rcclx_comm_lowp_wire(comm, RCCLX_COLL_REDUCE_SCATTER, count, dtype);
   return rcclx_lowp_collective(comm, RCCLX_LOWP_REDUCE_SCATTER, send, recv, count, dtype, w, stream);
 }
 RCCLX_HOST rcclx_status rcclx_allgather(rcclx_comm* comm, const void* send, void* recv, size_t count,
                                         rcclx_dtype dtype, hipStream_t stream) {
-  const rcclx_wire w = rcclx_comm_wire_(comm, RCCLX_COLL_ALLGATHER, count, dtype);
+  const rcclx_wire w = rcclx_comm_lowp_wire(comm, RCCLX_COLL_ALLGATHER, count, dtype);
   return rcclx_lowp_collective(comm, RCCLX_LOWP_ALLGATHER, send, recv, count, dtype, w, stream);
 }
 RCCLX_HOST rcclx_status rcclx_alltoall(rcclx_comm* comm, const void* send, void* recv, size_t count,
                                        rcclx_dtype dtype, hipStream_t stream) {
-  const rcclx_wire w = rcclx_comm_wire_(comm, RCCLX_COLL_ALLTOALL, count, dtype);
+  const rcclx_wire w = rcclx_comm_lowp_wire(comm, RCCLX_COLL_ALLTOALL, count, dtype);
   return rcclx_lowp_collective(comm, RCCLX_LOWP_ALLTOALL, send, recv, count, dtype, w, stream);
 }
 

@@ -141,7 +141,7 @@ int rcclx_torch_collective(void* h, int kind, const void* send, void* recv, size
   if (kind < 0 || kind > 2) return RCCLX_ERR_INVALID_ARGUMENT;
   const rcclx_wire w = precision == RCCLX_TORCH_PRECISION_LOW ? rcclx_lowp_switches_fp8(&c->lowp)
                        : precision == RCCLX_TORCH_PRECISION_ENV
-                           ? rcclx_lowp_switches_wire(&c->lowp, colls[kind], count * rcclx_dtype_size((rcclx_dtype)dtype))
+                           ? rcclx_comm_lowp_wire(c, colls[kind], count, (rcclx_dtype)dtype)
                            : rcclx_wire_raw();
   return rcclx_lowp_collective(c, kinds[kind], send, recv, count, (rcclx_dtype)dtype, w, (hipStream_t)stream);
 }
