@@ -127,7 +127,12 @@ if want fp8_variants; then  # tuning variants of the FP8 kernels (bench/pack-dev
   done
 fi
 want bench_lowp && { step bench_lowp 45 ./$BIN/bench_lowp "$OUT/bench_lowp.csv" || rc=1; }
-want latency && { step bench_latency 60 ./$BIN/bench_latency "$OUT/bench_latency.csv" || rc=1; }
+if want latency; then
+  step bench_latency 60 ./$BIN/bench_latency "$OUT/bench_latency.csv" || rc=1
+  for b in ./$BIN/bench_latency_*; do  # build-time variants (bench/pack-devbin.sh), logs only
+    [[ -x $b ]] && { step "$(basename "$b")" 60 "$b" "$LOG/$(basename "$b").csv" || rc=1; }
+  done
+fi
 want bench_dda && { step bench_dda 150 ./$BIN/bench_dda "$OUT/bench_dda.csv" || rc=1; }
 if want early; then
   # RCCLX_PDL=2 (rcclx_config.pdl): with virtual ranks the next call's
@@ -174,6 +179,9 @@ fi
     [[ -f $f ]] && { echo "--- $(basename "$f" .csv): quantize / dequantize % of copy roofline"; grep -E "^rcclx" "$f"; }
   done
   [[ -f $LOG/bench_latency.log ]] && { echo "--- bench_latency"; cat "$LOG/bench_latency.log"; }
+  for f in "$LOG"/bench_latency_*.csv; do
+    [[ -f $f ]] && { echo "--- $(basename "$f" .csv): library rows and traces, PDL 1"; grep -E "library|trace" "$f" | awk -F, '$3==1'; }
+  done
   python3 bench/summary.py "$OUT" 2>&1
   for f in "$LOG"/bench_dda_nblocks*.csv; do
     [[ -f $f ]] && { echo "--- $(basename "$f" .csv): N,algo,bytes,us (bf16, <= 64 KiB and 32 MiB)"; awk -F, '$2=="bf16" && ($4<=65536 || $4==33554432) {print $1","$3","$4","$5}' "$f"; }

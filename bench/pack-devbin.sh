@@ -23,5 +23,16 @@ if [[ ${RCCLX_FP8_VARIANTS:-0} == 1 ]]; then
   done
   wait
 fi
+# Build-time variants of bench_latency, timed by device-run.sh's latency
+# step beside the default build: RCCLX_LATENCY_VARIANTS="name:-DA=1,-DB=0 ..."
+# gives devbin/bench_latency_<name> (A/B of a library change in one run).
+pids=()
+for v in ${RCCLX_LATENCY_VARIANTS:-}; do
+  f=${v#*:}
+  nvcc -x cu -arch=sm_90 -O3 -std=c++17 --expt-relaxed-constexpr -Iinclude -Ibench ${f//,/ } \
+    bench/bench_latency.cpp -o "devbin/bench_latency_${v%%:*}" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done  # a variant that fails to build fails the pack
 tar -czf devbin.tgz devbin && rm -rf devbin
 ls -la devbin.tgz
