@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/cuda/bin
+# The flags of the variant builds below (the CMake build's, for sm_90).
+nvcc_sm90=(nvcc -x cu -arch=sm_90 -O3 -std=c++17 --expt-relaxed-constexpr -Iinclude)
 mkdir -p devbin
 cmake -S . -B build-cuda -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build-cuda -j"$(nproc)" > build-cuda.log 2>&1 || { grep -E 'error' build-cuda.log | head -30; exit 1; }
@@ -18,7 +20,7 @@ cp build-cuda/tests/gpu/rcclx_gpu_tests build-cuda/tests/gpu/rcclx_ipc_test buil
 # with RCCLX_FP8_VARIANTS=1 (minutes of build for a settled question).
 if [[ ${RCCLX_FP8_VARIANTS:-0} == 1 ]]; then
   for v in "u4:-DRCCLX_FP8_UNROLL=4" "u1:-DRCCLX_FP8_UNROLL=1" "dq2:-DRCCLX_FP8_DEQUANT_UNROLL=2"; do
-    nvcc -x cu -arch=sm_90 -O3 -std=c++17 --expt-relaxed-constexpr -shared -Xcompiler -fPIC -Iinclude ${v#*:} \
+    "${nvcc_sm90[@]}" -shared -Xcompiler -fPIC ${v#*:} \
       tests/gpu/fp8_capi.cpp -o "devbin/fp8v_${v%%:*}.so" &
   done
   wait
@@ -29,7 +31,7 @@ fi
 pids=()
 for v in ${RCCLX_LATENCY_VARIANTS:-}; do
   f=${v#*:}
-  nvcc -x cu -arch=sm_90 -O3 -std=c++17 --expt-relaxed-constexpr -Iinclude -Ibench ${f//,/ } \
+  "${nvcc_sm90[@]}" -Ibench ${f//,/ } \
     bench/bench_latency.cpp -o "devbin/bench_latency_${v%%:*}" &
   pids+=($!)
 done
