@@ -18,23 +18,25 @@ cp build-cuda/tests/gpu/rcclx_gpu_tests build-cuda/tests/gpu/rcclx_ipc_test buil
 # Tuning variants of the FP8 ready kernels, timed by device-run.sh's
 # fp8_variants step against the default build (librcclx_fp8_capi.so); only
 # with RCCLX_FP8_VARIANTS=1 (minutes of build for a settled question).
+# Every variant build runs in the background; each is waited for by its
+# pid below, so a variant that fails to build fails the pack.
+pids=()
 if [[ ${RCCLX_FP8_VARIANTS:-0} == 1 ]]; then
   for v in "u4:-DRCCLX_FP8_UNROLL=4" "u1:-DRCCLX_FP8_UNROLL=1" "dq2:-DRCCLX_FP8_DEQUANT_UNROLL=2"; do
     "${nvcc_sm90[@]}" -shared -Xcompiler -fPIC ${v#*:} \
       tests/gpu/fp8_capi.cpp -o "devbin/fp8v_${v%%:*}.so" &
+    pids+=($!)
   done
-  wait
 fi
 # Build-time variants of bench_latency, timed by device-run.sh's latency
 # step beside the default build: RCCLX_LATENCY_VARIANTS="name:-DA=1,-DB=0 ..."
 # gives devbin/bench_latency_<name> (A/B of a library change in one run).
-pids=()
 for v in ${RCCLX_LATENCY_VARIANTS:-}; do
   f=${v#*:}
   "${nvcc_sm90[@]}" -Ibench ${f//,/ } \
     bench/bench_latency.cpp -o "devbin/bench_latency_${v%%:*}" &
   pids+=($!)
 done
-for p in "${pids[@]}"; do wait "$p"; done  # a variant that fails to build fails the pack
+for p in "${pids[@]}"; do wait "$p"; done
 tar -czf devbin.tgz devbin && rm -rf devbin
 ls -la devbin.tgz

@@ -540,6 +540,34 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     CHECK(rcclx_comm_check(&rs2.comm[0], nullptr) == RCCLX_ERR_RANK_MISMATCH);
     CHECK(rcclx_comm_check(&rs2.comm[1], nullptr) == RCCLX_ERR_RANK_MISMATCH);
   }
+  // Counts on both sides of the Lamport threshold: AUTO runs Lamport on
+  // some ranks and the flat kernel on the others.  Each side reports the
+  // mismatch (the Lamport ranks arrive at the others' barrier with their
+  // fingerprint) instead of waiting forever.  The watchdog (2 s) only turns
+  // a regression into PEER_TIMEOUT instead of a hung test.
+  for (int n : {2, 4}) {
+    rcclx_config cfg = {};
+    cfg.watchdog_ns = 2000ull * 1000 * 1000;
+    rank_set rs2;
+    REQUIRE(rs2.init(n, &cfg) == RCCLX_SUCCESS);
+    std::vector<float*> b(n);
+    for (int r = 0; r < n; ++r) {
+      GPU_REQUIRE(hipSetDevice(rs2.dev[r]));
+      GPU_REQUIRE(hipMalloc((void**)&b[r], 32768 * 4));
+      GPU_REQUIRE(hipMemset(b[r], 0, 32768 * 4));
+      rs2.comm[r].lamport_max_bytes = 64 << 10;
+    }
+    GPU_REQUIRE(rs2.settle());
+    for (int r = 0; r < n; ++r)  // the lower half: 16 KiB (Lamport); the upper: 128 KiB (flat)
+      REQUIRE(rcclx_allreduce(&rs2.comm[r], b[r], b[r], r < n / 2 ? 4096 : 32768, RCCLX_FLOAT32, RCCLX_SUM,
+                              RCCLX_ALGO_AUTO, rs2.stream[r]) == RCCLX_SUCCESS);
+    GPU_REQUIRE(rs2.sync());
+    for (int r = 0; r < n; ++r) {
+      INFO("Lamport against flat, " << n << " ranks, rank " << r);
+      CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+    }
+    for (auto p : b) (void)hipFree(p);
+  }
   // Barrier kernels end a mismatched call on every rank at the first
   // barrier, even when the ranks' kernels have different barrier counts
   // (AUTO: rank 0 runs the direct tree, 3 barriers, rank 1 the staged

@@ -4,8 +4,11 @@
  *
  * Every rank calls it with the same count, dtype, op and algo (ranks that
  * disagree are caught in-kernel and reported by rcclx_comm_check as
- * RCCLX_ERR_RANK_MISMATCH).  It is stream-ordered and graph-capturable: no
- * host state changes between calls, nothing needs a reset.
+ * RCCLX_ERR_RANK_MISMATCH, also when AUTO resolves their counts to
+ * different kernels; where one of those was the Lamport one-shot, rebuild
+ * the communicators afterwards: rcclx/dda/lamport.h).  It is
+ * stream-ordered and graph-capturable: no host state changes between
+ * calls, nothing needs a reset.
  *   - send == recv is in place; otherwise they must not overlap.
  *   - send == rcclx_comm_input(comm): zero-copy, the message must fit in the
  *     region (the path a fused GEMM epilogue uses).

@@ -29,9 +29,11 @@
  * canonical quiet NaN: the result is NaN either way (sum), or the NaN is
  * ignored either way (max/min); only a NaN's payload bits can differ from
  * the flat kernel's.  A rank that passes another count or dtype is caught
- * by the header (RCCLX_ERR_RANK_MISMATCH), never by a hang; unlike the
- * barrier kernels' mismatch, it leaves the rotating buffers out of step,
- * so the communicators must then be rebuilt (as after a timeout).
+ * by the header (RCCLX_ERR_RANK_MISMATCH), never by a hang, also when its
+ * AUTO call resolved to a barrier kernel instead
+ * (rcclx_lamport_header_mismatch); unlike the barrier kernels' mismatch,
+ * it leaves the rotating buffers and epochs out of step, so the
+ * communicators must then be rebuilt (as after a timeout).
  */
 #pragma once
 
@@ -89,13 +91,36 @@ RCCLX_DEVICE rcclx_vec16 rcclx_lamport_poll(const rcclx_dev_comm& c, const char*
 /* Block b's header from `src` in buffer `buf`: all-ones until src's block b
  * pushed its fingerprint.  If it has arrived (*pending cleared) and differs
  * from sig, records RCCLX_ERR_RANK_MISMATCH, raises *seen (the block's
- * shared flag, which stops its other pollers) and returns 1. */
+ * shared flag, which stops its other pollers) and returns 1.
+ * While it has not arrived, every 256th poll (*polls counts them) also
+ * looks whether src runs a barrier kernel instead: ranks that pass
+ * different counts to an AUTO call can resolve it to Lamport here and to a
+ * barrier kernel there, where src then waits for this rank at block b's
+ * first barrier forever.  src arrived there past this block slot's epoch
+ * (acquire) while its header is still missing (a src that ran this call
+ * pushed it before any later arrival, so the acquire makes it visible): a
+ * mismatch, recorded as above; and this rank arrives at src's barrier with
+ * its own fingerprint, so that barrier reports the mismatch too
+ * (rcclx_barrier_sync) and src's kernel ends. */
 RCCLX_DEVICE int rcclx_lamport_header_mismatch(const rcclx_dev_comm& c, uint32_t buf, uint32_t sig, int* pending,
-                                               int* seen, int b, int src, uint32_t call) {
-  const uint32_t h = rcclx_lamport_poll(c, rcclx_lamport_slot(c, c.rank, buf, src) + (size_t)b * 16).w[0];
-  if (h == 0xFFFFFFFFu) return 0;
-  *pending = 0;
-  if (h == sig) return 0;
+                                               int* seen, int b, int src, uint32_t call, uint32_t* polls) {
+  const char* hp = rcclx_lamport_slot(c, c.rank, buf, src) + (size_t)b * 16;
+  uint32_t h = rcclx_lamport_poll(c, hp).w[0];
+  int elsewhere = 0;
+  if (h == 0xFFFFFFFFu) {
+    if ((++*polls & 255u) != 0u) return 0;
+    const uint32_t epoch = *(const volatile uint32_t*)&c.sigs[c.rank]->slot[b].epoch; /* no Lamport call moves it */
+    const uint64_t w = rcclx_flag_acquire(c, &c.sigs[c.rank]->arrive[b].from[src]);
+    if ((int32_t)((uint32_t)w - epoch) <= 0) return 0;
+    h = rcclx_lamport_poll(c, hp).w[0];
+    elsewhere = h == 0xFFFFFFFFu;
+    if (elsewhere)
+      rcclx_flag_release(c, &c.sigs[src]->arrive[b].from[c.rank], ((uint64_t)sig << 32) | (uint32_t)w);
+  }
+  if (!elsewhere) {
+    *pending = 0;
+    if (h == sig) return 0;
+  }
   rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, b, src, call);
   *(volatile int*)seen = 1;
   return 1;
@@ -166,7 +191,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * block's other pollers.  Then rank order 0..nranks-1 in fp32, rounded
    * once: the flat kernel's bits. */
   int bad = 0, hdr_pending = tid < c.nranks && tid != c.rank;
-  uint32_t spins = 0;
+  uint32_t spins = 0, hdr_polls = 0;
   uint64_t t0 = 0;
   for (size_t v = v0; !bad && v < nvec; v += stride) {
     const int lanes = (v + 1) * V <= n ? V : (int)(n - v * V);
@@ -182,7 +207,8 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
       RCCLX_UNROLL
       for (int q = NMAX - 1; q >= 0; --q)
         if (q < c.nranks && rcclx_lamport_pending<T>(x[q], lanes)) waiting_on = q;
-      if (hdr_pending && rcclx_lamport_header_mismatch(c, buf, sig, &hdr_pending, &mismatch_seen, b, tid, k))
+      if (hdr_pending &&
+          rcclx_lamport_header_mismatch(c, buf, sig, &hdr_pending, &mismatch_seen, b, tid, k, &hdr_polls))
         bad = RCCLX_LAMPORT_MISMATCH;
       if (waiting_on < 0 || bad) break;
       if (*(volatile int*)&mismatch_seen) bad = RCCLX_LAMPORT_ABORTED;
@@ -198,7 +224,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   RCCLX_TRACE(c, k, 2);
   /* A header thread whose vectors (if any) are done still checks its header. */
   while (hdr_pending && !bad) {
-    if (rcclx_lamport_header_mismatch(c, buf, sig, &hdr_pending, &mismatch_seen, b, tid, k))
+    if (rcclx_lamport_header_mismatch(c, buf, sig, &hdr_pending, &mismatch_seen, b, tid, k, &hdr_polls))
       bad = RCCLX_LAMPORT_MISMATCH;
     else if (hdr_pending && rcclx_watchdog_expired(c, &spins, &t0, b, tid, k))
       bad = RCCLX_LAMPORT_TIMEOUT;
