@@ -310,7 +310,11 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
  * and create new ones.  RCCLX_ERR_RANK_MISMATCH from a barrier kernel (DDA
  * flat or tree, low precision) ended that call on every rank at its first
  * barrier (its output is undefined) and the communicator stays usable;
- * from the Lamport kernel (rcclx/dda/lamport.h) it needs new ones too. */
+ * from the Lamport kernel (rcclx/dda/lamport.h) it needs new ones too.
+ * Until the error is read, every later collective of this rank is skipped
+ * (its output untouched): a call that follows a mismatch, such as the next
+ * chunk of a count the peers did not pass, never waits for peers that are
+ * not coming, and every rank of a mismatch recorded it, so all skip. */
 RCCLX_HOST rcclx_status rcclx_comm_check(rcclx_comm* c, rcclx_error_record* detail) {
   if (!c || !c->kind) return RCCLX_ERR_NULL_POINTER;
   int prev = 0;

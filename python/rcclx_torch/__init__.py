@@ -256,7 +256,9 @@ class Communicator:
 
     def check(self):
         """Synchronises this rank's device and raises RcclxError if a kernel
-        recorded an error (watchdog timeout, ranks that disagreed)."""
+        recorded an error (watchdog timeout, ranks that disagreed).  Until
+        it is read here, this rank's later collectives are skipped (their
+        outputs untouched), so none waits for peers that are not coming."""
         torch.cuda.synchronize(self.device)
         d = (ctypes.c_int * 4)()
         st = _lib().rcclx_torch_check(self._h, d)

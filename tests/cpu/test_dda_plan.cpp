@@ -76,6 +76,15 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
     if (f == 0u || f == 0xFFFFFFFFu) FAIL("fingerprint " << f);
   }
   CHECK(rcclx_allreduce_chunk_elems((size_t)32 << 20, RCCLX_BFLOAT16) == (size_t)16 << 20);
+  // A chunk's fingerprint carries the call's whole count: a first chunk of
+  // two calls of different counts differs.
+  const uint32_t first = rcclx_call_signature(1 << 20, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, 0);
+  CHECK(rcclx_chunk_signature(first, 1 << 20) != rcclx_chunk_signature(first, 3 << 20));
+  CHECK(rcclx_chunk_signature(first, 1 << 20) == rcclx_chunk_signature(first, 1 << 20));
+  for (uint32_t i = 0; i < 100000; ++i) {
+    const uint32_t f = rcclx_chunk_signature(i * 2654435761u, i);
+    if (f == 0u || f == 0xFFFFFFFFu) FAIL("chunk fingerprint " << f);
+  }
   CHECK(rcclx_call_signature(10, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, 0) !=
         rcclx_call_signature(11, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, 0));
   CHECK(rcclx_call_signature(10, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT, 0) !=

@@ -568,6 +568,46 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     }
     for (auto p : b) (void)hipFree(p);
   }
+  // Counts that agree in the first chunk but not in total (64 KiB regions:
+  // 128 KiB is two chunks on rank 0, 64 KiB one on rank 1): the first
+  // chunk's fingerprints differ, and rank 0 skips its second chunk (its
+  // error is unread) instead of waiting for rank 1.  Once both errors are
+  // read, an agreeing call is right.
+  {
+    rcclx_config cfg = {};
+    cfg.watchdog_ns = 2000ull * 1000 * 1000;
+    cfg.region_bytes = 64 << 10;
+    rank_set rs2;
+    REQUIRE(rs2.init(N, &cfg) == RCCLX_SUCCESS);
+    std::vector<float*> b(N);
+    for (int r = 0; r < N; ++r) {
+      GPU_REQUIRE(hipSetDevice(rs2.dev[r]));
+      GPU_REQUIRE(hipMalloc((void**)&b[r], 32768 * 4));
+      GPU_REQUIRE(hipMemset(b[r], 0, 32768 * 4));
+    }
+    GPU_REQUIRE(rs2.settle());
+    for (int r = 0; r < N; ++r)
+      REQUIRE(rcclx_allreduce(&rs2.comm[r], b[r], b[r], r == 0 ? 32768 : 16384, RCCLX_FLOAT32, RCCLX_SUM,
+                              RCCLX_ALGO_FLAT, rs2.stream[r]) == RCCLX_SUCCESS);
+    GPU_REQUIRE(rs2.sync());
+    for (int r = 0; r < N; ++r) {
+      INFO("chunked counts, rank " << r);
+      CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+    }
+    std::vector<float> h(32768, 0.25f), got(32768);
+    for (int r = 0; r < N; ++r) GPU_REQUIRE(hipMemcpy(b[r], h.data(), 32768 * 4, hipMemcpyHostToDevice));
+    GPU_REQUIRE(rs2.settle());
+    for (int r = 0; r < N; ++r)
+      REQUIRE(rcclx_allreduce(&rs2.comm[r], b[r], b[r], 32768, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT,
+                              rs2.stream[r]) == RCCLX_SUCCESS);
+    GPU_REQUIRE(rs2.sync());
+    for (int r = 0; r < N; ++r) {
+      CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_SUCCESS);
+      GPU_REQUIRE(hipMemcpy(got.data(), b[r], 32768 * 4, hipMemcpyDeviceToHost));
+      CHECK(std::count(got.begin(), got.end(), 0.5f) == 32768);
+    }
+    for (auto p : b) (void)hipFree(p);
+  }
   // Barrier kernels end a mismatched call on every rank at the first
   // barrier, even when the ranks' kernels have different barrier counts
   // (AUTO: rank 0 runs the direct tree, 3 barriers, rank 1 the staged

@@ -97,7 +97,7 @@ RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void
   rcclx_status st = RCCLX_SUCCESS;
   for (size_t done = 0; done < count && st == RCCLX_SUCCESS; done += chunk) {
     const size_t n = count - done < chunk ? count - done : chunk;
-    const uint32_t sig = rcclx_call_signature(n, dtype, op, a, src);
+    const uint32_t sig = rcclx_chunk_signature(rcclx_call_signature(n, dtype, op, a, src), count);
     const char* sd = (const char*)send + done * es;
     char* rv = (char*)recv + done * es;
     const int pdl = comm->pdl;

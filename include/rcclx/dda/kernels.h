@@ -23,10 +23,12 @@
 #if defined(RCCLX_GPU_LANG)
 
 /* What every DDA kernel starts with, loaded together before any data: the
- * block slot's call count, its barrier session, the 16-byte vector count;
- * then, with STAGED, the message copied into this rank's copy-in half. */
+ * block slot's call count, its barrier session, whether this rank holds
+ * an unread error; the 16-byte vector count; then, with STAGED, the
+ * message copied into this rank's copy-in half. */
 typedef struct rcclx_dda_call {
   uint32_t call;
+  uint32_t failed; /* an error is recorded (rcclx_dda_first_barrier) */
   rcclx_barrier bar;
   size_t nvec;
 } rcclx_dda_call;
@@ -66,6 +68,7 @@ RCCLX_DEVICE rcclx_dda_call rcclx_dda_open_call(const rcclx_dev_comm& c) {
   rcclx_dda_call k;
   k.call = *(const volatile uint32_t*)&c.sigs[c.rank]->slot[blockIdx.x].calls;
   k.bar = rcclx_barrier_open(c, (int)blockIdx.x);
+  k.failed = *(const volatile uint32_t*)&c.sigs[c.rank]->error.status;
   k.nvec = 0;
   return k;
 }
@@ -98,9 +101,15 @@ RCCLX_DEVICE void rcclx_dda_finish_call(const rcclx_dev_comm& c, const rcclx_dda
 /* The first barrier of a call, with the call cards in DIRECT mode.
  * Returns 1 if the kernel must stop now: a timeout (return at once), or
  * ranks that disagree (every rank sees the mismatch at this same barrier,
- * so each ends the call here and the epochs stay in step). */
+ * so each ends the call here and the epochs stay in step).  Also, before
+ * arriving, when this rank holds an error that rcclx_comm_check has not
+ * read yet: a rank skips every collective from its first error until the
+ * error is read, so that a call that follows a mismatch (the next chunk of
+ * a count its peers did not pass) never waits for peers that are not
+ * coming.  Every rank of a mismatch records it, so they skip alike. */
 RCCLX_DEVICE int rcclx_dda_first_barrier(const rcclx_dev_comm& c, rcclx_dda_call* k, uint32_t sig, int src,
                                          const void* send, void* recv, rcclx_call_card* cards) {
+  if (k->failed) return 1;
   rcclx_call_card mine;
   mine.send = send;
   mine.recv = recv;

@@ -147,12 +147,15 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   const size_t v0 = rcclx_grid_first_vector(b, tid, (int)gridDim.x), stride = (size_t)gridDim.x * blockDim.x;
   rcclx_signal* me = c.sigs[c.rank];
   /* The call count and the three buffers' clear extents: one line, all
-   * four loads in flight together. */
+   * four loads in flight together, and whether this rank holds an unread
+   * error (then it skips the call, as rcclx_dda_first_barrier says). */
   const volatile rcclx_slot_counters* ctr = &me->slot[b];
+  const uint32_t failed = *(const volatile uint32_t*)&me->error.status;
   const uint32_t k = ctr->lamport_calls;
   uint32_t extent[3];
   RCCLX_UNROLL
   for (int i = 0; i < 3; ++i) extent[i] = ctr->lamport_nvec[i];
+  if (failed) return;
   const uint32_t buf = k % 3u, clr = (k + 2u) % 3u;
   const size_t nvec = (n + V - 1) / V;
   const rcclx_vec16 ones = {{0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}};

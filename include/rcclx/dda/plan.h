@@ -115,6 +115,15 @@ RCCLX_HOST uint32_t rcclx_call_signature(size_t count, rcclx_dtype dtype, rcclx_
   return rcclx_fingerprint(parts, 5);
 }
 
+/* The fingerprint of one launch of a call run in chunks: the launch's own
+ * (sig) and the whole call's count.  Ranks whose counts agree in a first
+ * chunk but not in total then disagree at that first chunk, instead of one
+ * of them later launching a chunk the others never do. */
+RCCLX_HOST uint32_t rcclx_chunk_signature(uint32_t sig, size_t total) {
+  const uint64_t parts[2] = {(uint64_t)sig, (uint64_t)total};
+  return rcclx_fingerprint(parts, 2);
+}
+
 /* Argument rules of rcclx_allreduce, checked before any launch:
  *  - the view is built (nranks 2..8, rank in range, nblocks >= 1);
  *  - send and recv non-NULL and 16-byte aligned; equal (in place) or not

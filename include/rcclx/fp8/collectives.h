@@ -323,7 +323,7 @@ RCCLX_HOST rcclx_status rcclx_lowp_collective(rcclx_comm* comm, rcclx_lowp_kind 
   rcclx_status st = RCCLX_SUCCESS;
   for (size_t done = 0; done < count && st == RCCLX_SUCCESS; done += chunk) {
     const size_t m = count - done < chunk ? count - done : chunk;
-    const uint32_t sig = rcclx_lowp_signature(kind, m, dtype, w);
+    const uint32_t sig = rcclx_chunk_signature(rcclx_lowp_signature(kind, m, dtype, w), count);
     const rcclx_lowp_call_ a = {comm, (const char*)send + done * es, (char*)recv + done * es, m, count, count, w, sig,
                                 stream};
     st = rcclx_lowp_launch_k_(kind, dtype, a);
