@@ -32,6 +32,17 @@ RCCLX_DEVICE void rcclx_record_error(const rcclx_dev_comm& c, rcclx_status s, in
   }
 }
 
+/* Whether this rank holds an error that rcclx_comm_check has not read.
+ * A rank skips every collective from its first error until the error is
+ * read (rcclx_dda_first_barrier, the Lamport kernel): a call that follows
+ * a mismatch (the next chunk of a count its peers did not pass) then never
+ * waits for peers that are not coming, and every rank of a mismatch
+ * recorded it, so all skip alike.  A volatile load, meant to be issued
+ * with the call's other counters. */
+RCCLX_DEVICE uint32_t rcclx_error_unread(const rcclx_dev_comm& c) {
+  return *(const volatile uint32_t*)&c.sigs[c.rank]->error.status;
+}
+
 /* The watchdog's part of one spin iteration: with c.watchdog_ns set, reads
  * the clock every 1024 spins; once the wait passed c.watchdog_ns it records
  * RCCLX_ERR_PEER_TIMEOUT (slot, peer, epoch) and returns 1 (stop waiting).

@@ -487,19 +487,29 @@ TEST_CASE("dda allreduce: Lamport on inputs that look like its sentinel", "[gpu]
   for (int r = 0; r < N; ++r) { (void)hipFree(in[r]); (void)hipFree(out[r]); }
 }
 
+// One zeroed buffer of `count` floats per rank of rs, on the rank's device,
+// in place before anything runs on the rank streams.  Free with free_all.
+static std::vector<float*> zeroed_floats(rank_set& rs, size_t count) {
+  std::vector<float*> b(rs.n);
+  for (int r = 0; r < rs.n; ++r) {
+    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+    GPU_REQUIRE(hipMalloc((void**)&b[r], count * sizeof(float)));
+    GPU_REQUIRE(hipMemset(b[r], 0, count * sizeof(float)));
+  }
+  GPU_REQUIRE(rs.settle());
+  return b;
+}
+static void free_all(const std::vector<float*>& b) {
+  for (auto p : b) (void)hipFree(p);
+}
+
 TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an error", "[gpu][dda]") {
   rcclx_config cfg = {};
   cfg.watchdog_ns = 200ull * 1000 * 1000;
   const int N = 4;
   rank_set rs;
   REQUIRE(rs.init(N, &cfg) == RCCLX_SUCCESS);
-  std::vector<float*> buf(N);
-  for (int r = 0; r < N; ++r) {
-    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
-    GPU_REQUIRE(hipMalloc((void**)&buf[r], 4096 * 4));
-    GPU_REQUIRE(hipMemset(buf[r], 0, 4096 * 4));
-  }
-  GPU_REQUIRE(rs.settle());
+  const std::vector<float*> buf = zeroed_floats(rs, 4096);
   for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
     rank_set rs2;  // a fresh communicator per algorithm: a timeout leaves the old one out of step
     REQUIRE(rs2.init(N, &cfg) == RCCLX_SUCCESS);
@@ -516,20 +526,14 @@ TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an erro
       CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_SUCCESS);  // cleared
     }
   }
-  for (auto p : buf) (void)hipFree(p);
+  free_all(buf);
 }
 
 TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][dda]") {
   const int N = 2;
   rank_set rs;
   REQUIRE(rs.init(N) == RCCLX_SUCCESS);
-  std::vector<float*> buf(N);
-  for (int r = 0; r < N; ++r) {
-    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
-    GPU_REQUIRE(hipMalloc((void**)&buf[r], 8192 * 4));
-    GPU_REQUIRE(hipMemset(buf[r], 0, 8192 * 4));
-  }
-  GPU_REQUIRE(rs.settle());
+  const std::vector<float*> buf = zeroed_floats(rs, 8192);
   for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
     rank_set rs2;  // fresh: a Lamport mismatch leaves a communicator out of step
     REQUIRE(rs2.init(N) == RCCLX_SUCCESS);
@@ -550,14 +554,8 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     cfg.watchdog_ns = 2000ull * 1000 * 1000;
     rank_set rs2;
     REQUIRE(rs2.init(n, &cfg) == RCCLX_SUCCESS);
-    std::vector<float*> b(n);
-    for (int r = 0; r < n; ++r) {
-      GPU_REQUIRE(hipSetDevice(rs2.dev[r]));
-      GPU_REQUIRE(hipMalloc((void**)&b[r], 32768 * 4));
-      GPU_REQUIRE(hipMemset(b[r], 0, 32768 * 4));
-      rs2.comm[r].lamport_max_bytes = 64 << 10;
-    }
-    GPU_REQUIRE(rs2.settle());
+    for (int r = 0; r < n; ++r) rs2.comm[r].lamport_max_bytes = 64 << 10;
+    const std::vector<float*> b = zeroed_floats(rs2, 32768);
     for (int r = 0; r < n; ++r)  // the lower half: 16 KiB (Lamport); the upper: 128 KiB (flat)
       REQUIRE(rcclx_allreduce(&rs2.comm[r], b[r], b[r], r < n / 2 ? 4096 : 32768, RCCLX_FLOAT32, RCCLX_SUM,
                               RCCLX_ALGO_AUTO, rs2.stream[r]) == RCCLX_SUCCESS);
@@ -566,7 +564,7 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
       INFO("Lamport against flat, " << n << " ranks, rank " << r);
       CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
     }
-    for (auto p : b) (void)hipFree(p);
+    free_all(b);
   }
   // Counts that agree in the first chunk but not in total (64 KiB regions:
   // 128 KiB is two chunks on rank 0, 64 KiB one on rank 1): the first
@@ -579,13 +577,7 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     cfg.region_bytes = 64 << 10;
     rank_set rs2;
     REQUIRE(rs2.init(N, &cfg) == RCCLX_SUCCESS);
-    std::vector<float*> b(N);
-    for (int r = 0; r < N; ++r) {
-      GPU_REQUIRE(hipSetDevice(rs2.dev[r]));
-      GPU_REQUIRE(hipMalloc((void**)&b[r], 32768 * 4));
-      GPU_REQUIRE(hipMemset(b[r], 0, 32768 * 4));
-    }
-    GPU_REQUIRE(rs2.settle());
+    const std::vector<float*> b = zeroed_floats(rs2, 32768);
     for (int r = 0; r < N; ++r)
       REQUIRE(rcclx_allreduce(&rs2.comm[r], b[r], b[r], r == 0 ? 32768 : 16384, RCCLX_FLOAT32, RCCLX_SUM,
                               RCCLX_ALGO_FLAT, rs2.stream[r]) == RCCLX_SUCCESS);
@@ -606,7 +598,7 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
       GPU_REQUIRE(hipMemcpy(got.data(), b[r], 32768 * 4, hipMemcpyDeviceToHost));
       CHECK(std::count(got.begin(), got.end(), 0.5f) == 32768);
     }
-    for (auto p : b) (void)hipFree(p);
+    free_all(b);
   }
   // Barrier kernels end a mismatched call on every rank at the first
   // barrier, even when the ranks' kernels have different barrier counts
@@ -641,7 +633,7 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
       CHECK(std::count(got.begin(), got.end(), 0.5f) == 4096);
     }
   }
-  for (auto p : buf) (void)hipFree(p);
+  free_all(buf);
 }
 
 TEST_CASE("dda allreduce: bad input is rejected before launch", "[gpu][dda]") {

@@ -68,7 +68,7 @@ RCCLX_DEVICE rcclx_dda_call rcclx_dda_open_call(const rcclx_dev_comm& c) {
   rcclx_dda_call k;
   k.call = *(const volatile uint32_t*)&c.sigs[c.rank]->slot[blockIdx.x].calls;
   k.bar = rcclx_barrier_open(c, (int)blockIdx.x);
-  k.failed = *(const volatile uint32_t*)&c.sigs[c.rank]->error.status;
+  k.failed = rcclx_error_unread(c);
   k.nvec = 0;
   return k;
 }
@@ -102,11 +102,7 @@ RCCLX_DEVICE void rcclx_dda_finish_call(const rcclx_dev_comm& c, const rcclx_dda
  * Returns 1 if the kernel must stop now: a timeout (return at once), or
  * ranks that disagree (every rank sees the mismatch at this same barrier,
  * so each ends the call here and the epochs stay in step).  Also, before
- * arriving, when this rank holds an error that rcclx_comm_check has not
- * read yet: a rank skips every collective from its first error until the
- * error is read, so that a call that follows a mismatch (the next chunk of
- * a count its peers did not pass) never waits for peers that are not
- * coming.  Every rank of a mismatch records it, so they skip alike. */
+ * arriving, when this rank holds an unread error (rcclx_error_unread). */
 RCCLX_DEVICE int rcclx_dda_first_barrier(const rcclx_dev_comm& c, rcclx_dda_call* k, uint32_t sig, int src,
                                          const void* send, void* recv, rcclx_call_card* cards) {
   if (k->failed) return 1;

@@ -109,7 +109,7 @@ RCCLX_DEVICE int rcclx_lamport_header_mismatch(const rcclx_dev_comm& c, uint32_t
   int elsewhere = 0;
   if (h == 0xFFFFFFFFu) {
     if ((++*polls & 255u) != 0u) return 0;
-    const uint32_t epoch = *(const volatile uint32_t*)&c.sigs[c.rank]->slot[b].epoch; /* no Lamport call moves it */
+    const uint32_t epoch = rcclx_barrier_open(c, b).epoch; /* no Lamport call moves it */
     const uint64_t w = rcclx_flag_acquire(c, &c.sigs[c.rank]->arrive[b].from[src]);
     if ((int32_t)((uint32_t)w - epoch) <= 0) return 0;
     h = rcclx_lamport_poll(c, hp).w[0];
@@ -148,9 +148,9 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   rcclx_signal* me = c.sigs[c.rank];
   /* The call count and the three buffers' clear extents: one line, all
    * four loads in flight together, and whether this rank holds an unread
-   * error (then it skips the call, as rcclx_dda_first_barrier says). */
+   * error (then it skips the call: rcclx_error_unread). */
   const volatile rcclx_slot_counters* ctr = &me->slot[b];
-  const uint32_t failed = *(const volatile uint32_t*)&me->error.status;
+  const uint32_t failed = rcclx_error_unread(c);
   const uint32_t k = ctr->lamport_calls;
   uint32_t extent[3];
   RCCLX_UNROLL
