@@ -179,6 +179,53 @@ int main(int argc, char** argv) {
       for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&small.comm[r], nullptr));
     }
 
+    {
+      // PDL against the early launch, interleaved: each round replays every
+      // variant's graph once, so drift over the run hits all alike (the
+      // differences looked for are a few tenths of a microsecond, within
+      // the spread of rows timed one after another).  Median of 41 rounds.
+      struct variant { const char* name; rank_set* rs; rcclx_algo algo; int mode; };
+      const variant vs[] = {{"PDL", &on, RCCLX_ALGO_FLAT, 1},    {"early", &early, RCCLX_ALGO_FLAT, 2},
+                            {"PDL", &on, RCCLX_ALGO_TREE, 1},    {"early", &early, RCCLX_ALGO_TREE, 2},
+                            {"PDL", &on, RCCLX_ALGO_LAMPORT, 1}, {"early", &early, RCCLX_ALGO_LAMPORT, 2}};
+      const int NV = (int)(sizeof vs / sizeof vs[0]), K = 20, R = 41;
+      std::vector<hipGraphExec_t> ge(NV);
+      for (int i = 0; i < NV; ++i) {
+        rank_set& rs = *vs[i].rs;
+        CK(rs.capture(K, [&](int r) {
+          RK(rcclx_allreduce(&rs.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, vs[i].algo, rs.stream[r]));
+        }, &ge[i]));
+        for (int w = 0; w < 3; ++w) CK(hipGraphLaunch(ge[i], rs.stream[0]));
+      }
+      hipEvent_t t0, t1;
+      CK(hipEventCreate(&t0));
+      CK(hipEventCreate(&t1));
+      std::vector<std::vector<double>> us(NV);
+      for (int k = 0; k < R; ++k)
+        for (int i = 0; i < NV; ++i) {
+          hipStream_t st = vs[i].rs->stream[0];
+          CK(hipEventRecord(t0, st));
+          CK(hipGraphLaunch(ge[i], st));
+          CK(hipEventRecord(t1, st));
+          CK(hipEventSynchronize(t1));
+          float ms = 0;
+          CK(hipEventElapsedTime(&ms, t0, t1));
+          us[i].push_back(ms * 1000.0 / K);
+        }
+      for (int i = 0; i < NV; ++i) {
+        CK(hipGraphExecDestroy(ge[i]));
+        char name[64];
+        snprintf(name, sizeof name, "A/B %s 16 KiB, %s", rcclx_algo_name(vs[i].algo), vs[i].name);
+        row(name, vs[i].mode, bytes, bench_median(us[i]));
+      }
+      CK(hipEventDestroy(t0));
+      CK(hipEventDestroy(t1));
+      for (int r = 0; r < N; ++r) {
+        RK(rcclx_comm_check(&on.comm[r], nullptr));
+        RK(rcclx_comm_check(&early.comm[r], nullptr));
+      }
+    }
+
     // The trace: 64 calls of the library's flat and Lamport kernels in one
     // graph (16 KiB), with PDL and with the early launch.  Per call: the
     // ranks' start spread (stage 0 on the global timer); the last starter's

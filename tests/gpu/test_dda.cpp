@@ -503,6 +503,24 @@ static void free_all(const std::vector<float*>& b) {
   for (auto p : b) (void)hipFree(p);
 }
 
+// After a reported disagreement (both errors read): the next call on which
+// the ranks agree (`count` floats of 0.25 in buf, in place) records no
+// error and gives 0.25 * nranks everywhere.
+static void agreeing_call_is_right(rank_set& rs, const std::vector<float*>& buf, size_t count, rcclx_algo algo) {
+  std::vector<float> h(count, 0.25f), got(count);
+  for (int r = 0; r < rs.n; ++r) GPU_REQUIRE(hipMemcpy(buf[r], h.data(), count * 4, hipMemcpyHostToDevice));
+  GPU_REQUIRE(rs.settle());
+  for (int r = 0; r < rs.n; ++r)
+    REQUIRE(rcclx_allreduce(&rs.comm[r], buf[r], buf[r], count, RCCLX_FLOAT32, RCCLX_SUM, algo, rs.stream[r]) ==
+            RCCLX_SUCCESS);
+  GPU_REQUIRE(rs.sync());
+  for (int r = 0; r < rs.n; ++r) {
+    CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+    GPU_REQUIRE(hipMemcpy(got.data(), buf[r], count * 4, hipMemcpyDeviceToHost));
+    CHECK((size_t)std::count(got.begin(), got.end(), 0.25f * (float)rs.n) == count);
+  }
+}
+
 TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an error", "[gpu][dda]") {
   rcclx_config cfg = {};
   cfg.watchdog_ns = 200ull * 1000 * 1000;
@@ -586,18 +604,7 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
       INFO("chunked counts, rank " << r);
       CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
     }
-    std::vector<float> h(32768, 0.25f), got(32768);
-    for (int r = 0; r < N; ++r) GPU_REQUIRE(hipMemcpy(b[r], h.data(), 32768 * 4, hipMemcpyHostToDevice));
-    GPU_REQUIRE(rs2.settle());
-    for (int r = 0; r < N; ++r)
-      REQUIRE(rcclx_allreduce(&rs2.comm[r], b[r], b[r], 32768, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT,
-                              rs2.stream[r]) == RCCLX_SUCCESS);
-    GPU_REQUIRE(rs2.sync());
-    for (int r = 0; r < N; ++r) {
-      CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_SUCCESS);
-      GPU_REQUIRE(hipMemcpy(got.data(), b[r], 32768 * 4, hipMemcpyDeviceToHost));
-      CHECK(std::count(got.begin(), got.end(), 0.5f) == 32768);
-    }
+    agreeing_call_is_right(rs2, b, 32768, RCCLX_ALGO_FLAT);
     free_all(b);
   }
   // Barrier kernels end a mismatched call on every rank at the first
@@ -617,21 +624,8 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     GPU_REQUIRE(rs2.sync());
     INFO("algo " << rcclx_algo_name(algo));
     for (int r = 0; r < N; ++r) CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
-    std::vector<float> h(4096, 0.25f), got(4096);
-    for (int r = 0; r < N; ++r) {
-      rs2.comm[r].direct_min_bytes = 0;
-      GPU_REQUIRE(hipMemcpy(buf[r], h.data(), 4096 * 4, hipMemcpyHostToDevice));
-    }
-    GPU_REQUIRE(rs2.settle());
-    for (int r = 0; r < N; ++r)
-      REQUIRE(rcclx_allreduce(&rs2.comm[r], buf[r], buf[r], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[r]) ==
-              RCCLX_SUCCESS);
-    GPU_REQUIRE(rs2.sync());
-    for (int r = 0; r < N; ++r) {
-      CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_SUCCESS);
-      GPU_REQUIRE(hipMemcpy(got.data(), buf[r], 4096 * 4, hipMemcpyDeviceToHost));
-      CHECK(std::count(got.begin(), got.end(), 0.5f) == 4096);
-    }
+    for (int r = 0; r < N; ++r) rs2.comm[r].direct_min_bytes = 0;
+    agreeing_call_is_right(rs2, buf, 4096, algo);
   }
   free_all(buf);
 }
