@@ -190,7 +190,10 @@ RCCLX_DEVICE void rcclx_barrier_close(const rcclx_dev_comm& c, const rcclx_barri
  * hold multiprocessors while they wait for this grid to complete, and with
  * virtual ranks a peer's kernel that has not started yet may need those
  * multiprocessors; once no block of this grid waits on anyone, this grid
- * completes whatever the peers do, so the next kernel's wait is bounded. */
+ * completes whatever the peers do, so the next kernel's wait is bounded.
+ * (Once every peer's block is known to run the call, an earlier call is
+ * safe too, but it was measured slower: the barrier it overlaps loses more
+ * than the launch gains; bench/RESULTS.md, runs 37-38.) */
 RCCLX_DEVICE void rcclx_dda_done_waiting(void) { rcclx_grid_dependents_launch(); }
 
 /* Views with RCCLX_VIEW_LAUNCH_EARLY: lets the stream's next kernel be
