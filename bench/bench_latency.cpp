@@ -192,26 +192,16 @@ int main(int argc, char** argv) {
       std::vector<hipGraphExec_t> ge(NV);
       for (int i = 0; i < NV; ++i) {
         rank_set& rs = *vs[i].rs;
-        CK(rs.capture(K, [&](int r) {
+        ge[i] = bench_graph(rs, [&](int r) {
           RK(rcclx_allreduce(&rs.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, vs[i].algo, rs.stream[r]));
-        }, &ge[i]));
-        for (int w = 0; w < 3; ++w) CK(hipGraphLaunch(ge[i], rs.stream[0]));
+        }, K);
       }
       hipEvent_t t0, t1;
       CK(hipEventCreate(&t0));
       CK(hipEventCreate(&t1));
       std::vector<std::vector<double>> us(NV);
       for (int k = 0; k < R; ++k)
-        for (int i = 0; i < NV; ++i) {
-          hipStream_t st = vs[i].rs->stream[0];
-          CK(hipEventRecord(t0, st));
-          CK(hipGraphLaunch(ge[i], st));
-          CK(hipEventRecord(t1, st));
-          CK(hipEventSynchronize(t1));
-          float ms = 0;
-          CK(hipEventElapsedTime(&ms, t0, t1));
-          us[i].push_back(ms * 1000.0 / K);
-        }
+        for (int i = 0; i < NV; ++i) us[i].push_back(bench_replay_us(ge[i], vs[i].rs->stream[0], K, t0, t1));
       for (int i = 0; i < NV; ++i) {
         CK(hipGraphExecDestroy(ge[i]));
         char name[64];
@@ -234,11 +224,9 @@ int main(int argc, char** argv) {
     for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT})
       for (int mode : {1, 2}) {
         rank_set& ts = mode == 1 ? on : early;
-        hipGraphExec_t ge;
-        CK(ts.capture(TRACE_CALLS, [&](int r) {
+        hipGraphExec_t ge = bench_graph(ts, [&](int r) {
           RK(rcclx_allreduce(&ts.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, algo, ts.stream[r]));
-        }, &ge));
-        for (int w = 0; w < 3; ++w) CK(hipGraphLaunch(ge, ts.stream[0]));
+        }, TRACE_CALLS);
         CK(hipStreamSynchronize(ts.stream[0]));
         CK(hipGraphExecDestroy(ge));
         lib_trace_read<<<1, 256, 0, ts.stream[0]>>>(trace);

@@ -17,28 +17,39 @@ static inline double bench_median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// Median microseconds per call of `body` (which issues one call on every
-// rank): one graph of K back-to-back calls (fork/join over the rank
-// streams, once around all K, or around each call with join_each), 3
-// warm-up replays, median over R timed replays.
-static inline double time_graph(rank_set& rs, const std::function<void(int)>& body, int K = 20, int R = 15,
-                                bool join_each = false) {
+// One graph of K back-to-back calls of `body` (which issues one call on
+// every rank): fork/join over the rank streams once around all K, or around
+// each call with join_each; replayed 3 times to warm up.
+static inline hipGraphExec_t bench_graph(rank_set& rs, const std::function<void(int)>& body, int K,
+                                         bool join_each = false) {
   hipGraphExec_t ge;
   CK(rs.capture(K, body, &ge, join_each));
+  for (int w = 0; w < 3; ++w) CK(hipGraphLaunch(ge, rs.stream[0]));
+  return ge;
+}
+
+// Microseconds per call of one replay of ge (K calls) on stream st, timed
+// with events t0 and t1.
+static inline double bench_replay_us(hipGraphExec_t ge, hipStream_t st, int K, hipEvent_t t0, hipEvent_t t1) {
+  CK(hipEventRecord(t0, st));
+  CK(hipGraphLaunch(ge, st));
+  CK(hipEventRecord(t1, st));
+  CK(hipEventSynchronize(t1));
+  float ms = 0;
+  CK(hipEventElapsedTime(&ms, t0, t1));
+  return ms * 1000.0 / K;
+}
+
+// Median microseconds per call of `body` over R timed replays of its
+// warmed-up graph (bench_graph).
+static inline double time_graph(rank_set& rs, const std::function<void(int)>& body, int K = 20, int R = 15,
+                                bool join_each = false) {
+  hipGraphExec_t ge = bench_graph(rs, body, K, join_each);
   hipEvent_t t0, t1;
   CK(hipEventCreate(&t0));
   CK(hipEventCreate(&t1));
-  for (int w = 0; w < 3; ++w) CK(hipGraphLaunch(ge, rs.stream[0]));
   std::vector<double> us;
-  for (int i = 0; i < R; ++i) {
-    CK(hipEventRecord(t0, rs.stream[0]));
-    CK(hipGraphLaunch(ge, rs.stream[0]));
-    CK(hipEventRecord(t1, rs.stream[0]));
-    CK(hipEventSynchronize(t1));
-    float ms = 0;
-    CK(hipEventElapsedTime(&ms, t0, t1));
-    us.push_back(ms * 1000.0 / K);
-  }
+  for (int i = 0; i < R; ++i) us.push_back(bench_replay_us(ge, rs.stream[0], K, t0, t1));
   CK(hipGetLastError());
   CK(hipGraphExecDestroy(ge));
   CK(hipEventDestroy(t0));
