@@ -53,11 +53,11 @@ int main(int argc, char** argv) {
         // -1: auto zero-copy (the input already sits in the registered
         // region, what a fused producer does); -2: auto, never direct;
         // -3 / -4: flat / auto with system-scope barriers.
-        for (int a : {(int)RCCLX_ALGO_FLAT, (int)RCCLX_ALGO_TREE, (int)RCCLX_ALGO_LAMPORT, (int)RCCLX_ALGO_AUTO, -1, -2,
+        for (int a : {(int)RCCLX_ALGO_FLAT, (int)RCCLX_ALGO_TREE, (int)RCCLX_ALGO_LL, (int)RCCLX_ALGO_AUTO, -1, -2,
                       -3, -4}) {
           const size_t count = bytes / rcclx_dtype_size(dt);
           const bool zc = a == -1;
-          if (a == RCCLX_ALGO_LAMPORT && bytes > RCCLX_LAMPORT_MAX_BYTES) continue;
+          if (a == RCCLX_ALGO_LL && bytes > RCCLX_LL_MAX_BYTES) continue;
           if (zc && bytes > rs.comm[0].view.region_bytes) continue;
           if (a == -3 && bytes > (64u << 10)) continue;
           rank_set& set = a == -2 ? staged : a <= -3 ? sys : rs;

@@ -3,7 +3,7 @@
 // out, each timed like bench_dda (graph replay of K back-to-back calls,
 // fork/join once per graph, median of R), with plain launches, programmatic
 // dependent launch (PDL) and PDL with the early launch of the next call
-// (RCCLX_PDL_EARLY); then a trace of the library's own flat and Lamport
+// (RCCLX_PDL_EARLY); then a trace of the library's own flat and LL
 // kernels through rcclx/trace.h's hook (block 0 of every rank: when each
 // call's counters were read, on the global timer, and the SM cycles of each
 // stage after that).
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
             }));
       }
       for (size_t b : {(size_t)1 << 10, bytes, (size_t)64 << 10}) {
-        for (rcclx_algo a : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
+        for (rcclx_algo a : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LL}) {
           char name[64];
           snprintf(name, sizeof name, "library %s %zu KiB", rcclx_algo_name(a), b >> 10);
           row_m(name, b, time_graph(rs, [&](int r) {
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
       sc.region_bytes = 64 << 10;
       RK(small.init(N, &sc));
       for (size_t b : {(size_t)1 << 10, bytes, (size_t)64 << 10})
-        for (rcclx_algo a : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
+        for (rcclx_algo a : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LL}) {
           char name[64];
           snprintf(name, sizeof name, "64 KiB regions: %s %zu KiB", rcclx_algo_name(a), b >> 10);
           row(name, 1, b, time_graph(small, [&](int r) {
@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
       struct variant { const char* name; rank_set* rs; rcclx_algo algo; int mode; };
       const variant vs[] = {{"PDL", &on, RCCLX_ALGO_FLAT, 1},    {"early", &early, RCCLX_ALGO_FLAT, 2},
                             {"PDL", &on, RCCLX_ALGO_TREE, 1},    {"early", &early, RCCLX_ALGO_TREE, 2},
-                            {"PDL", &on, RCCLX_ALGO_LAMPORT, 1}, {"early", &early, RCCLX_ALGO_LAMPORT, 2}};
+                            {"PDL", &on, RCCLX_ALGO_LL, 1}, {"early", &early, RCCLX_ALGO_LL, 2}};
       const int NV = (int)(sizeof vs / sizeof vs[0]), K = 20, R = 41;
       std::vector<hipGraphExec_t> ge(NV);
       for (int i = 0; i < NV; ++i) {
@@ -216,12 +216,12 @@ int main(int argc, char** argv) {
       }
     }
 
-    // The trace: 64 calls of the library's flat and Lamport kernels in one
+    // The trace: 64 calls of the library's flat and LL kernels in one
     // graph (16 KiB), with PDL and with the early launch.  Per call: the
     // ranks' start spread (stage 0 on the global timer); the last starter's
     // stages (rcclx/trace.h: 0-1 its data out, 1-2 its peers' data here,
     // 2-3 written, 3-4 closed); how long the first starter waited (1-2).
-    for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT})
+    for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LL})
       for (int mode : {1, 2}) {
         rank_set& ts = mode == 1 ? on : early;
         hipGraphExec_t ge = bench_graph(ts, [&](int r) {

@@ -21,7 +21,7 @@ def dda_tables(dda, label):
     print("DDA bf16 AllReduce" + label + ", us per call (graph replay median); floor = empty kernel per rank;"
           " %copy = copy of unique bytes / time; zc: input already in the registered buffer;"
           " staged: never direct; sys: system-scope barriers")
-    cols = ("flat", "tree", "lamport", "auto", "auto_zc", "auto_staged", "flat_sys", "auto_sys")
+    cols = ("flat", "tree", "ll", "auto", "auto_zc", "auto_staged", "flat_sys", "auto_sys")
     print("  %-3s %9s " % ("N", "bytes") + " ".join("%8s" % c[:8] for c in cols) + " %7s %6s %6s" % ("floor", "%auto", "%zc"))
     keys = sorted({(int(r["nranks"]), int(r["bytes"])) for r in dda if r["dtype"] == "bf16"})
     for n, b in keys:

@@ -16,9 +16,9 @@
  *                 (a GEMM epilogue) writes its output here and the call reads
  *                 it with no copy; such a call ends with a barrier so no rank
  *                 rewrites the region while a peer still reads it.
- * then the Lamport area (RCCLX_LAMPORT_BYTES, rcclx/dda/lamport.h): 3
- * rotating buffers x RCCLX_MAX_RANKS source slots of RCCLX_LAMPORT_SLOT_BYTES,
- * which peers write into; all 0xFF at creation; then the signal area.
+ * then the LL area (RCCLX_LL_BYTES, rcclx/dda/ll.h): 2 buffers (LL call
+ * parity) of RCCLX_LL_BUFFER_BYTES holding this rank's own message as
+ * tagged words, which peers read; zero at creation; then the signal area.
  *
  * ---- Fixed grid --------------------------------------------------------
  * Every collective kernel of a communicator runs exactly `nblocks` blocks of
@@ -77,13 +77,15 @@
  * sm_90 (at 1024 threads, 64, it spilled). */
 #define RCCLX_MAX_THREADS 512
 #define RCCLX_MAX_TILES 2048 /* tiles a fused kernel can publish per call */
-/* The Lamport area (flag-in-data one-shot AllReduce, rcclx/dda/lamport.h):
- * per slot a header of 16 bytes per block, then at most
- * RCCLX_LAMPORT_MAX_BYTES of one rank's message per launch. */
-#define RCCLX_LAMPORT_SLOT_BYTES ((size_t)128 << 10)
-#define RCCLX_LAMPORT_HEADER_BYTES ((size_t)RCCLX_MAX_BLOCKS * 16)
-#define RCCLX_LAMPORT_MAX_BYTES (RCCLX_LAMPORT_SLOT_BYTES - RCCLX_LAMPORT_HEADER_BYTES)
-#define RCCLX_LAMPORT_BYTES (3 * RCCLX_MAX_RANKS * RCCLX_LAMPORT_SLOT_BYTES)
+/* The LL area (flag-in-data one-shot AllReduce, rcclx/dda/ll.h): each of
+ * its 2 buffers holds a header word per block, each on a 128-byte line of
+ * its own (the peers poll them), then a rank's message of at most
+ * RCCLX_LL_MAX_BYTES per launch as 8-byte words of 4 data bytes each. */
+#define RCCLX_LL_BUFFER_BYTES ((size_t)512 << 10)
+#define RCCLX_LL_HEADER_STRIDE 128
+#define RCCLX_LL_HEADER_BYTES ((size_t)RCCLX_MAX_BLOCKS * RCCLX_LL_HEADER_STRIDE)
+#define RCCLX_LL_MAX_BYTES ((RCCLX_LL_BUFFER_BYTES - RCCLX_LL_HEADER_BYTES) / 2)
+#define RCCLX_LL_BYTES (2 * RCCLX_LL_BUFFER_BYTES)
 
 /* First error a kernel recorded (status 0 = none); read and cleared by
  * rcclx_comm_check. */
@@ -114,9 +116,9 @@ typedef struct __attribute__((aligned(128))) rcclx_slot_arrivals {
 typedef struct __attribute__((aligned(128))) rcclx_slot_counters {
   uint32_t epoch;            /* barriers passed by this rank's block b */
   uint32_t calls;            /* DDA / low-precision calls run by block b */
-  uint32_t lamport_calls;    /* Lamport calls run by block b */
-  uint32_t lamport_nvec[3];  /* vectors block b used in each of the 3 Lamport
-                                buffers: what its next call there clears */
+  uint32_t ll_calls;         /* LL calls run by block b (rcclx/dda/ll.h) */
+  uint32_t ll_cleaned[2];    /* ll_calls when block b last re-tagged its
+                                lines in each LL buffer (rcclx/dda/ll.h) */
 } rcclx_slot_counters;
 
 /* One per rank, in device memory, zeroed at creation and never reset. */
@@ -242,7 +244,7 @@ typedef struct rcclx_comm {
   void* alloc;        /* this rank's buffer + signal allocation */
   void* ipc_mapped[RCCLX_MAX_RANKS]; /* peers' allocations opened by IPC */
   size_t flat_max_bytes;  /* auto: flat at or below this, tree above */
-  size_t lamport_max_bytes; /* auto: Lamport at or below this (0: never) */
+  size_t ll_max_bytes;      /* auto: LL at or below this (0: never) */
   size_t direct_min_bytes;  /* RCCLX_VIEW_DIRECT views: DIRECT from this size up */
   int pdl;                  /* launch the DDA kernels with programmatic dependent launch */
   rcclx_lowp_switches lowp; /* read at creation (rcclx_lowp_switches_from_env) */
@@ -258,8 +260,8 @@ RCCLX_HOST size_t rcclx_env_size(const char* name, size_t fallback) {
 }
 
 /* 32-bit fingerprint (FNV-1a over 64-bit parts) of a call's shape, never 0
- * (no fingerprint) nor all-ones (the Lamport area's "not arrived"); ranks
- * compare fingerprints in-kernel (rcclx/signal.h, rcclx/dda/lamport.h). */
+ * (no fingerprint) nor all-ones; ranks compare fingerprints in-kernel
+ * (rcclx/signal.h, rcclx/dda/ll.h). */
 RCCLX_HOST uint32_t rcclx_fingerprint(const uint64_t* parts, int n) {
   uint64_t h = 14695981039346656037ull;
   for (int i = 0; i < n; ++i) h = (h ^ parts[i]) * 1099511628211ull;
@@ -291,12 +293,12 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
 }
 
 /* Whether [p, p + bytes) overlaps this rank's registered buffer (its
- * copy-in halves, input region and Lamport area), which peers read or write
+ * copy-in halves, input region and LL area), which peers read or write
  * during a call. */
 RCCLX_HOST_DEVICE int rcclx_overlaps_registered(const rcclx_dev_comm* v, const void* p, size_t bytes) {
   const char* b = (const char*)v->bufs[v->rank];
   const char* q = (const char*)p;
-  return q < b + RCCLX_NUM_REGIONS * v->region_bytes + RCCLX_LAMPORT_BYTES && b < q + bytes;
+  return q < b + RCCLX_NUM_REGIONS * v->region_bytes + RCCLX_LL_BYTES && b < q + bytes;
 }
 
 /* The registered input region of this rank: a producer writes a message of

@@ -25,7 +25,7 @@
 typedef int (*rcclx_allgather_fn)(void* ctx, const void* mine, void* all, size_t rank_bytes);
 
 RCCLX_HOST size_t rcclx_comm_alloc_bytes(size_t region_bytes) {
-  return RCCLX_NUM_REGIONS * region_bytes + RCCLX_LAMPORT_BYTES + rcclx_align16(sizeof(rcclx_signal));
+  return RCCLX_NUM_REGIONS * region_bytes + RCCLX_LL_BYTES + rcclx_align16(sizeof(rcclx_signal));
 }
 
 /* Restores the caller's current device on scope exit (C style: call it). */
@@ -120,8 +120,7 @@ RCCLX_HOST rcclx_status rcclx_comm_alloc_(rcclx_comm* c, const rcclx_config* cfg
   /* Zeroed before init returns: the signal area must read zero to the first
    * collective, and kernels on non-blocking streams do not wait for the
    * null stream this memset runs on. */
-  char* lamport = (char*)c->alloc + RCCLX_NUM_REGIONS * cfg->region_bytes; /* all-ones: "not arrived" */
-  if (hipMemset(c->alloc, 0, bytes) != hipSuccess || hipMemset(lamport, 0xFF, RCCLX_LAMPORT_BYTES) != hipSuccess ||
+  if (hipMemset(c->alloc, 0, bytes) != hipSuccess ||
       hipStreamSynchronize(0) != hipSuccess)
     return RCCLX_ERR_RUNTIME;
   return RCCLX_SUCCESS;
@@ -155,7 +154,7 @@ RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const
   c->view.region_bytes = cfg->region_bytes;
   c->view.watchdog_ns = cfg->watchdog_ns;
   c->flat_max_bytes = rcclx_default_flat_max_bytes(nranks);
-  c->lamport_max_bytes = rcclx_default_lamport_max_bytes(nranks);
+  c->ll_max_bytes = rcclx_default_ll_max_bytes(nranks);
   c->direct_min_bytes = rcclx_default_direct_min_bytes(nranks);
   c->lowp = rcclx_lowp_switches_from_env();
   c->lowp_flat_max_bytes = rcclx_lowp_default_flat_max_bytes(nranks);
@@ -164,7 +163,7 @@ RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const
 }
 RCCLX_HOST void rcclx_comm_set_peer_(rcclx_comm* c, int r, void* alloc, size_t region_bytes) {
   c->view.bufs[r] = alloc;
-  c->view.sigs[r] = (rcclx_signal*)((char*)alloc + RCCLX_NUM_REGIONS * region_bytes + RCCLX_LAMPORT_BYTES);
+  c->view.sigs[r] = (rcclx_signal*)((char*)alloc + RCCLX_NUM_REGIONS * region_bytes + RCCLX_LL_BYTES);
 }
 
 /* One process, nranks ranks; rank r runs on devices[r].  Fills comms[0..nranks).
@@ -310,7 +309,7 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
  * and create new ones.  RCCLX_ERR_RANK_MISMATCH from a barrier kernel (DDA
  * flat or tree, low precision) ended that call on every rank at its first
  * barrier (its output is undefined) and the communicator stays usable;
- * from the Lamport kernel (rcclx/dda/lamport.h) it needs new ones too.
+ * from the LL kernel (rcclx/dda/ll.h) it needs new ones too.
  * Until the error is read, every later collective of this rank is skipped
  * (its output untouched): a call that follows a mismatch, such as the next
  * chunk of a count the peers did not pass, never waits for peers that are

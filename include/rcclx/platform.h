@@ -222,6 +222,11 @@ static inline int rcclx_pdl_supported(int device) {
  *                                        only (every writer on this GPU)
  *   rcclx_ld16_nt(p)                     16-byte streaming load (peer data
  *                                        read once); only after an acquire
+ *   rcclx_st_relaxed_{sys,dev}_u64(p, v) relaxed 64-bit store / load, single-
+ *   rcclx_ld_relaxed_{sys,dev}_u64(p)    copy atomic (the LL protocol's
+ *                                        tagged words, rcclx/dda/ll.h)
+ *   rcclx_st_relaxed_{sys,dev}_u64x2     the same for two words at a 16-byte
+ *   rcclx_ld_relaxed_{sys,dev}_u64x2     aligned address (each word atomic)
  *   rcclx_shfl_xor_f32(v, mask, width)   butterfly exchange inside a warp
  *   rcclx_wall_ns()                      a wall clock in nanoseconds
  *   rcclx_f16_to_f32 / rcclx_f32_to_f16_rn   hardware half conversions

@@ -34,7 +34,7 @@ RCCLX_DEVICE void rcclx_record_error(const rcclx_dev_comm& c, rcclx_status s, in
 
 /* Whether this rank holds an error that rcclx_comm_check has not read.
  * A rank skips every collective from its first error until the error is
- * read (rcclx_dda_first_barrier, the Lamport kernel): a call that follows
+ * read (rcclx_dda_first_barrier, the LL kernel): a call that follows
  * a mismatch (the next chunk of a count its peers did not pass) then never
  * waits for peers that are not coming, and every rank of a mismatch
  * recorded it, so all skip alike.  A volatile load, meant to be issued

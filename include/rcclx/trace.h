@@ -3,11 +3,10 @@
  * it).  RCCLX_TRACE(c, call, stage) is reached by every thread of every
  * block at each stage boundary of a call:
  *   0  the call's counters are read (the stream's previous kernel is done)
- *   1  this rank's data is out (flat / tree: staged; Lamport: pushed, and
- *      the old buffer cleared)
- *   2  the peers' data is here (the first barrier passed; Lamport: this
+ *   1  this rank's data is out (flat / tree: staged; LL: its lines written)
+ *   2  the peers' data is here (the first barrier passed; LL: this
  *      thread's vectors polled and reduced)
- *   3  the block's results are written (Lamport: every thread's polls and
+ *   3  the block's results are written (LL: every thread's polls and
  *      headers done)
  *   4  the call is closed
  * c is the rank's view, call the block slot's call count.  A program that

@@ -50,7 +50,7 @@ class RcclxError(RuntimeError):
 
 
 _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
-_ALGOS = {"auto": 0, "flat": 1, "tree": 2, "lamport": 5}
+_ALGOS = {"auto": 0, "flat": 1, "tree": 2, "ll": 5}
 _PRECISION = {None: -1, False: 0, True: 1}
 _REDUCE_SCATTER, _ALLGATHER, _ALLTOALL = 0, 1, 2
 _ALLGATHER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
@@ -193,7 +193,7 @@ class Communicator:
         ``low_precision``: None = the environment decides, as it was when
         the communicator was created (RCCL_LOW_PRECISION_ENABLE, sum only),
         True = FP8 wire, False = never.
-        ``algorithm``: auto / flat / tree / lamport (the same bits whichever
+        ``algorithm``: auto / flat / tree / ll (the same bits whichever
         runs).
         Returns None, or with ``async_op`` a handle whose ``wait()`` orders
         the current stream after the call."""
@@ -287,7 +287,7 @@ class Communicator:
             raise ValueError("rcclx_torch: %s must start 16-byte aligned (storage offset %d)" % (name, t.storage_offset()))
 
     def _in_registered(self, t):
-        # The C library owns the buffer layout (regions + Lamport area).
+        # The C library owns the buffer layout (regions + LL area).
         return bool(_lib().rcclx_torch_overlaps_registered(self._h, t.data_ptr(), t.numel() * t.element_size()))
 
     def _collective(self, kind, output, input, n, in_segments, out_segments, async_op, low_precision):

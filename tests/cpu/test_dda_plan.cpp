@@ -33,10 +33,10 @@ TEST_CASE("allreduce argument checks", "[dda_plan]") {
         RCCLX_ERR_INVALID_ARGUMENT);
   CHECK(rcclx_allreduce_check(&v, a, (char*)v.bufs[1] - 64, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT) ==
         RCCLX_SUCCESS);  // ends right where the buffer starts
-  char* lamport = (char*)v.bufs[1] + 3 * 4096;  // peers write here
-  CHECK(rcclx_allreduce_check(&v, a, lamport + RCCLX_LAMPORT_BYTES - 16, 4, RCCLX_FLOAT32, RCCLX_SUM,
-                              RCCLX_ALGO_LAMPORT) == RCCLX_ERR_INVALID_ARGUMENT);
-  CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_MAX, RCCLX_ALGO_LAMPORT) == RCCLX_SUCCESS);
+  char* ll = (char*)v.bufs[1] + 3 * 4096;  // peers read here
+  CHECK(rcclx_allreduce_check(&v, a, ll + RCCLX_LL_BYTES - 16, 4, RCCLX_FLOAT32, RCCLX_SUM,
+                              RCCLX_ALGO_LL) == RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_MAX, RCCLX_ALGO_LL) == RCCLX_SUCCESS);
   rcclx_dev_comm w = v;
   w.nranks = 9;
   CHECK(rcclx_allreduce_check(&w, a, b, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_AUTO) == RCCLX_ERR_INVALID_NRANKS);
@@ -52,27 +52,23 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_allreduce_choose(RCCLX_ALGO_AUTO, 1000, 4096) == RCCLX_ALGO_FLAT);
   CHECK(rcclx_allreduce_choose(RCCLX_ALGO_AUTO, 5000, 4096) == RCCLX_ALGO_TREE);
   CHECK(rcclx_allreduce_choose(RCCLX_ALGO_TREE, 10, 4096) == RCCLX_ALGO_TREE);
-  // AUTO with the Lamport one-shot below its threshold; explicit algos stay.
-  CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 1024, 1024, 4096) == RCCLX_ALGO_LAMPORT);
+  // AUTO with the LL one-shot below its threshold; explicit algos stay.
+  CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 1024, 1024, 4096) == RCCLX_ALGO_LL);
   CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 1025, 1024, 4096) == RCCLX_ALGO_FLAT);
   CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 5000, 1024, 4096) == RCCLX_ALGO_TREE);
   CHECK(rcclx_dda_choose(RCCLX_ALGO_AUTO, 16, 0, 4096) == RCCLX_ALGO_FLAT);  // threshold 0: off
   CHECK(rcclx_dda_choose(RCCLX_ALGO_FLAT, 16, 1024, 4096) == RCCLX_ALGO_FLAT);
-  CHECK(rcclx_dda_choose(RCCLX_ALGO_LAMPORT, 1 << 20, 1024, 4096) == RCCLX_ALGO_LAMPORT);
-  unsetenv("RCCLX_LAMPORT_MAX_BYTES");  // measured defaults: 2 ranks only
-  CHECK(rcclx_default_lamport_max_bytes(2) == (size_t)64 << 10);
-  CHECK(rcclx_default_lamport_max_bytes(3) == 0);
-  CHECK(rcclx_default_lamport_max_bytes(4) == 0);
-  CHECK(rcclx_default_lamport_max_bytes(5) == 0);
-  CHECK(rcclx_default_lamport_max_bytes(8) == 0);
-  setenv("RCCLX_LAMPORT_MAX_BYTES", "1000000000", 1);  // capped at what a slot holds
-  CHECK(rcclx_default_lamport_max_bytes(8) == RCCLX_LAMPORT_MAX_BYTES);
-  setenv("RCCLX_LAMPORT_MAX_BYTES", "0", 1);
-  CHECK(rcclx_default_lamport_max_bytes(8) == 0);
-  unsetenv("RCCLX_LAMPORT_MAX_BYTES");
-  // Fingerprints are never 0 (none) or all-ones (Lamport's "not arrived").
+  CHECK(rcclx_dda_choose(RCCLX_ALGO_LL, 1 << 20, 1024, 4096) == RCCLX_ALGO_LL);
+  unsetenv("RCCLX_LL_MAX_BYTES");  // measured defaults (bench/RESULTS.md run 42)
+  for (int n = 2; n <= 8; ++n) CHECK(rcclx_default_ll_max_bytes(n) == (n <= 4 ? (size_t)64 << 10 : (size_t)16 << 10));
+  setenv("RCCLX_LL_MAX_BYTES", "1000000000", 1);  // capped at what a launch holds
+  CHECK(rcclx_default_ll_max_bytes(8) == RCCLX_LL_MAX_BYTES);
+  setenv("RCCLX_LL_MAX_BYTES", "0", 1);
+  CHECK(rcclx_default_ll_max_bytes(8) == 0);
+  unsetenv("RCCLX_LL_MAX_BYTES");
+  // Fingerprints are never 0 (none) or all-ones.
   for (uint64_t i = 0; i < 100000; ++i) {
-    const uint32_t f = rcclx_call_signature(i, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_LAMPORT, 0);
+    const uint32_t f = rcclx_call_signature(i, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_LL, 0);
     if (f == 0u || f == 0xFFFFFFFFu) FAIL("fingerprint " << f);
   }
   CHECK(rcclx_allreduce_chunk_elems((size_t)32 << 20, RCCLX_BFLOAT16) == (size_t)16 << 20);
@@ -141,7 +137,7 @@ TEST_CASE("where peers read a call's message", "[dda_plan]") {
   c.view.bufs[0] = buffer;
   c.view.region_bytes = 4096;
   c.flat_max_bytes = 512 << 10;
-  c.lamport_max_bytes = 0;
+  c.ll_max_bytes = 0;
   c.direct_min_bytes = 1 << 20;
   c.view.flags = RCCLX_VIEW_DIRECT | RCCLX_VIEW_ONE_DEVICE;
   const void* user = (const void*)0x1000;
@@ -165,9 +161,9 @@ TEST_CASE("where peers read a call's message", "[dda_plan]") {
   CHECK(src == RCCLX_SRC_REGISTERED);
   CHECK(rcclx_dda_resolve(&c, input, 2 << 20, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_TREE);
   CHECK(src == RCCLX_SRC_REGISTERED);
-  // Lamport pushes from wherever send is.
-  c.lamport_max_bytes = 64 << 10;
-  CHECK(rcclx_dda_resolve(&c, input, 4096, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_LAMPORT);
+  // LL copies from wherever send is.
+  c.ll_max_bytes = 64 << 10;
+  CHECK(rcclx_dda_resolve(&c, input, 4096, RCCLX_ALGO_AUTO, &src) == RCCLX_ALGO_LL);
   CHECK(src == RCCLX_SRC_STAGED);
   // No direct view (one process per rank, or RCCLX_DIRECT_OFF): never direct.
   c.view.flags = RCCLX_VIEW_ONE_DEVICE;

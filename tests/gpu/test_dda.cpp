@@ -12,9 +12,9 @@
 
 namespace {
 
-// The full-precision algorithms (auto, flat, tree, Lamport); the
+// The full-precision algorithms (auto, flat, tree, LL); the
 // low-precision ones are tested in test_lowp.cpp.
-const rcclx_algo kDdaAlgoList[] = {RCCLX_ALGO_AUTO, RCCLX_ALGO_FLAT, RCCLX_ALGO_TREE, RCCLX_ALGO_LAMPORT};
+const rcclx_algo kDdaAlgoList[] = {RCCLX_ALGO_AUTO, RCCLX_ALGO_FLAT, RCCLX_ALGO_TREE, RCCLX_ALGO_LL};
 const int kDdaAlgos = 4;
 
 template <typename T> double to_d(T x) { return (double)rcclx_to_f32(x); }
@@ -194,7 +194,7 @@ TEST_CASE("dda allreduce: zero-copy from the registered input region", "[gpu][dd
       GPU_REQUIRE(hipMemset(out[r], 0xFF, n * 2));
     }
     GPU_REQUIRE(rs.settle());
-    for (int r = 0; r < N; ++r)  // flat, tree, Lamport (which pushes from the region: not zero-copy, chunked)
+    for (int r = 0; r < N; ++r)  // flat, tree, LL (which copies from the region: not zero-copy, chunked)
       REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), out[r], n, RCCLX_BFLOAT16, RCCLX_SUM,
                               kDdaAlgoList[a], rs.stream[r]) == RCCLX_SUCCESS);
     GPU_REQUIRE(rs.sync());
@@ -294,14 +294,14 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n, bo
 TEST_CASE("dda allreduce: 10 000 back-to-back calls / no reset", "[gpu][dda]") {
   repeated(8, 10000, false, RCCLX_ALGO_FLAT, 4099);
   repeated(8, 10000, false, RCCLX_ALGO_AUTO, 4099, true);  // tree, direct
-  repeated(8, 10000, false, RCCLX_ALGO_LAMPORT, 4099);
+  repeated(8, 10000, false, RCCLX_ALGO_LL, 4099);
   repeated(4, 2000, false, RCCLX_ALGO_TREE, 70001);
   repeated(4, 2000, false, RCCLX_ALGO_TREE, 70001, true);
 }
 
 TEST_CASE("dda allreduce: graph capture and 1000 replays with changing data", "[gpu][dda]") {
   repeated(8, 1000, true, RCCLX_ALGO_FLAT, 4099);
-  repeated(8, 1000, true, RCCLX_ALGO_LAMPORT, 4099);
+  repeated(8, 1000, true, RCCLX_ALGO_LL, 4099);
   repeated(8, 1000, true, RCCLX_ALGO_TREE, 70001);
   repeated(8, 1000, true, RCCLX_ALGO_AUTO, 4099, true);
   repeated(8, 1000, true, RCCLX_ALGO_TREE, 70001, true);
@@ -313,7 +313,7 @@ TEST_CASE("dda allreduce: graph capture and 1000 replays with changing data", "[
 // with programmatic dependent launch each kernel is scheduled while the
 // previous one runs (RCCLX_PDL_EARLY: as soon as it starts, its blocks then
 // wait resident).  Each call reduces the previous call's output, cycling
-// through flat, Lamport, tree and auto; with N a power of two every call
+// through flat, LL, tree and auto; with N a power of two every call
 // after the first multiplies exactly by N, so the chain's last output is
 // N^(L-1) times the first call's result, bit for bit.  Eager (3 chains with
 // fresh inputs, no sync between calls) and as one graph replayed 3 times
@@ -330,7 +330,7 @@ static void chain(int N, int pdl_mode, bool graph) {
         (used.pdl == RCCLX_PDL_EARLY && rcclx_pdl_supported(rs.dev[0]) != 0));
   const size_t n = 5003;  // odd: a partial last vector
   const int L = 12;       // N^11 <= 2^33: exact in bf16
-  const rcclx_algo algos[] = {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT, RCCLX_ALGO_TREE, RCCLX_ALGO_AUTO};
+  const rcclx_algo algos[] = {RCCLX_ALGO_FLAT, RCCLX_ALGO_LL, RCCLX_ALGO_TREE, RCCLX_ALGO_AUTO};
   std::vector<rcclx_bf16*> in(N), a(N), b(N);
   for (int r = 0; r < N; ++r) {
     GPU_REQUIRE(hipSetDevice(rs.dev[r]));
@@ -400,15 +400,16 @@ TEST_CASE("dda allreduce: collectives back to back, each launched while the prev
       for (bool graph : {false, true}) chain(N, mode, graph);
 }
 
-// Lamport buffers rotate and are cleared by what each block read two calls
-// earlier: calls of changing sizes (and dtypes' vector counts), interleaved
-// with barrier-based calls, must each see only their own data.
-TEST_CASE("dda allreduce: Lamport with changing sizes, interleaved with flat and tree", "[gpu][dda]") {
+// LL buffers alternate and are never cleared: a word left by an earlier,
+// larger call carries an older tag.  Calls of changing sizes (up to the
+// largest launch, and beyond it in chunks), interleaved with barrier-based
+// calls, must each see only their own data.
+TEST_CASE("dda allreduce: LL with changing sizes, interleaved with flat and tree", "[gpu][dda]") {
   const int N = 4;
   rank_set rs;
   REQUIRE(rs.init(N) == RCCLX_SUCCESS);
-  const size_t sizes[] = {4099, 7, 60000, 1, 64512, 300, 33000, 8, 64512, 2};
-  const size_t maxn = 64512;  // 126 KiB of bf16: one Lamport slot
+  const size_t maxn = RCCLX_LL_MAX_BYTES / 2 + 1001;  // one bf16 launch and a bit: two chunks
+  const size_t sizes[] = {4099, 7, 60000, 1, RCCLX_LL_MAX_BYTES / 2, 300, 33000, 8, maxn, 2};
   verify_bufs vb(rs, maxn);
   auto &in = vb.in, &out = vb.out;
   auto &seed = vb.seed;
@@ -416,7 +417,7 @@ TEST_CASE("dda allreduce: Lamport with changing sizes, interleaved with flat and
   const int calls = 300;
   for (int i = 0; i < calls; ++i) {
     const size_t n = sizes[i % 10];
-    const rcclx_algo a = i % 7 == 3 ? RCCLX_ALGO_FLAT : i % 7 == 5 ? RCCLX_ALGO_TREE : RCCLX_ALGO_LAMPORT;
+    const rcclx_algo a = i % 7 == 3 ? RCCLX_ALGO_FLAT : i % 7 == 5 ? RCCLX_ALGO_TREE : RCCLX_ALGO_LL;
     for (int r = 0; r < N; ++r) {
       hipStream_t s = rs.stream[r];
       fill_kernel<<<64, 256, 0, s>>>(in[r], n, seed[r], r);
@@ -435,10 +436,80 @@ TEST_CASE("dda allreduce: Lamport with changing sizes, interleaved with flat and
   }
 }
 
-// All-ones input bits are Lamport's "not arrived" mark: such a NaN is sent as
-// the canonical NaN (sum stays NaN; max/min ignore it, as flat does), and
-// -0.0 is passed through untouched.
-TEST_CASE("dda allreduce: Lamport on inputs that look like its sentinel", "[gpu][dda]") {
+// Sets the LL counters of every block slot of every rank (written into the
+// signal areas; nothing may run on the rank streams).
+static void set_ll_counters(rank_set& rs, uint32_t calls, uint32_t cleaned0, uint32_t cleaned1) {
+  for (int r = 0; r < rs.n; ++r) {
+    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+    for (int b = 0; b < rs.comm[r].view.nblocks; ++b) {
+      rcclx_slot_counters* sc = &rs.comm[r].view.sigs[r]->slot[b];
+      const uint32_t v[3] = {calls, cleaned0, cleaned1};
+      GPU_REQUIRE(hipMemcpy(&sc->ll_calls, &v[0], 4, hipMemcpyHostToDevice));
+      GPU_REQUIRE(hipMemcpy(&sc->ll_cleaned[0], &v[1], 8, hipMemcpyHostToDevice));
+    }
+  }
+  GPU_REQUIRE(rs.settle());
+}
+static uint32_t ll_calls_of(rank_set& rs, int r, int b) {
+  uint32_t v = 0;
+  GPU_REQUIRE(hipMemcpy(&v, &rs.comm[r].view.sigs[r]->slot[b].ll_calls, 4, hipMemcpyDeviceToHost));
+  return v;
+}
+__global__ void delay_kernel(long long cycles) {
+  const long long t = clock64();
+  while (clock64() - t < cycles) {
+  }
+}
+
+// The LL tags' wrap-around rule (rcclx/dda/ll.h).  A: a buffer whose words
+// still carry the tag this call expects, left by a call 2^32 calls earlier
+// (counters set to that state), must be re-tagged before any peer polls:
+// rank 0 starts late (a delay kernel before its call), so without the
+// re-tagging its peers would read the old call's data.  B: 2^30 calls after
+// the last re-tagging of both buffers, across the 32-bit wrap of the call
+// count and of the tags.  Every result is checked against its own inputs.
+TEST_CASE("dda allreduce: LL re-tagging and the wrap of its call count", "[gpu][dda]") {
+  const int N = 4;
+  const size_t big = RCCLX_LL_MAX_BYTES / 2;  // bf16: every word of the buffer
+  rank_set rs;
+  REQUIRE(rs.init(N) == RCCLX_SUCCESS);
+  verify_bufs vb(rs, big);
+  auto run = [&](size_t n, bool late) {
+    for (int r = 0; r < N; ++r) {
+      hipStream_t s = rs.stream[r];
+      fill_kernel<<<64, 256, 0, s>>>(vb.in[r], n, vb.seed[r], r);
+      if (late && r == 0) delay_kernel<<<1, 1, 0, s>>>(20ll * 1000 * 1000);  // ~10 ms
+      REQUIRE(rcclx_allreduce(&rs.comm[r], vb.in[r], vb.out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_LL, s) ==
+              RCCLX_SUCCESS);
+      verify_kernel<<<64, 256, 0, s>>>(vb.out[r], n, vb.seed[r], N, r, vb.err[r]);
+      bump_kernel<<<1, 1, 0, s>>>(vb.seed[r]);
+    }
+    GPU_REQUIRE(rs.sync());
+  };
+  // A: call 0 fills buffer 0 with tag 1; then the state of call 2^32 (count
+  // 0 again, buffer 0 last re-tagged 2^30 calls ago).
+  run(big, false);
+  set_ll_counters(rs, 0u, 0u - RCCLX_LL_RETAG_CALLS, 1u);
+  run(big, true);
+  CHECK(ll_calls_of(rs, 0, 0) == 1u);
+  // B: both buffers due, 6 calls before the wrap; 12 calls of changing sizes.
+  const uint32_t k0 = 0u - 6u;
+  set_ll_counters(rs, k0, k0 - RCCLX_LL_RETAG_CALLS, k0 + 1u - RCCLX_LL_RETAG_CALLS);
+  const size_t sizes[] = {big, 7, 4099, big, 1, 60000};
+  for (int i = 0; i < 12; ++i) run(sizes[i % 6], i % 4 == 1);
+  CHECK(ll_calls_of(rs, N - 1, 0) == k0 + 12u);
+  for (int r = 0; r < N; ++r) {
+    unsigned long long e = 1;
+    GPU_REQUIRE(hipMemcpy(&e, vb.err[r], 8, hipMemcpyDeviceToHost));
+    INFO("rank " << r);
+    CHECK(e == 0);
+    CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+  }
+}
+
+// LL carries every bit pattern as it is: NaNs with any payload (all-ones,
+// signalling, negative) and -0.0 give the flat kernel's bits exactly.
+TEST_CASE("dda allreduce: LL on NaN payloads and -0.0, bitwise the flat kernel's", "[gpu][dda]") {
   const int N = 4;
   const size_t n = 1000;
   rank_set rs;
@@ -449,7 +520,8 @@ TEST_CASE("dda allreduce: Lamport on inputs that look like its sentinel", "[gpu]
   for (auto& v : h)
     for (auto& x : v) x = rcclx_from_f32<rcclx_bf16>(nd(rng));
   h[1][5].bits = 0xFFFF;
-  h[2][7].bits = 0xFFFF;
+  h[2][7].bits = 0x7F81;  // a signalling NaN's payload
+  h[3][8].bits = 0xFFC1;  // a negative quiet NaN with a payload
   for (int r = 0; r < N; ++r) h[r][9].bits = 0x8000;  // -0.0 everywhere: the sum is -0.0
   std::vector<rcclx_bf16*> in(N), out(N);
   for (int r = 0; r < N; ++r) {
@@ -460,7 +532,7 @@ TEST_CASE("dda allreduce: Lamport on inputs that look like its sentinel", "[gpu]
   GPU_REQUIRE(rs.settle());
   for (rcclx_op op : {RCCLX_SUM, RCCLX_MAX}) {
     std::vector<rcclx_bf16> res[2];
-    const rcclx_algo algos[2] = {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT};
+    const rcclx_algo algos[2] = {RCCLX_ALGO_FLAT, RCCLX_ALGO_LL};
     for (int k = 0; k < 2; ++k) {
       for (int r = 0; r < N; ++r) GPU_REQUIRE(hipMemset(out[r], 0x11, n * 2));
       GPU_REQUIRE(rs.settle());
@@ -474,13 +546,8 @@ TEST_CASE("dda allreduce: Lamport on inputs that look like its sentinel", "[gpu]
     }
     INFO("op " << rcclx_op_name(op));
     for (size_t i = 0; i < n; ++i) {
-      const bool nan0 = std::isnan(rcclx_to_f32(res[0][i])), nan1 = std::isnan(rcclx_to_f32(res[1][i]));
-      if (op == RCCLX_SUM && (i == 5 || i == 7)) {
-        CHECK(nan0);
-        CHECK(nan1);
-      } else if (res[0][i].bits != res[1][i].bits || nan0) {
-        FAIL_CHECK("i " << i << " flat " << res[0][i].bits << " lamport " << res[1][i].bits);
-      }
+      if (res[0][i].bits != res[1][i].bits) FAIL_CHECK("i " << i << " flat " << res[0][i].bits << " ll " << res[1][i].bits);
+      if (op == RCCLX_SUM && (i == 5 || i == 7 || i == 8)) CHECK(std::isnan(rcclx_to_f32(res[1][i])));
     }
     if (op == RCCLX_SUM) CHECK(res[1][9].bits == 0x8000);
   }
@@ -528,7 +595,7 @@ TEST_CASE("dda allreduce: watchdog turns a rank that never launches into an erro
   rank_set rs;
   REQUIRE(rs.init(N, &cfg) == RCCLX_SUCCESS);
   const std::vector<float*> buf = zeroed_floats(rs, 4096);
-  for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
+  for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LL}) {
     rank_set rs2;  // a fresh communicator per algorithm: a timeout leaves the old one out of step
     REQUIRE(rs2.init(N, &cfg) == RCCLX_SUCCESS);
     for (int r = 1; r < N; ++r)  // rank 0 never calls
@@ -552,8 +619,8 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
   rank_set rs;
   REQUIRE(rs.init(N) == RCCLX_SUCCESS);
   const std::vector<float*> buf = zeroed_floats(rs, 8192);
-  for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LAMPORT}) {
-    rank_set rs2;  // fresh: a Lamport mismatch leaves a communicator out of step
+  for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LL}) {
+    rank_set rs2;  // fresh: an LL mismatch leaves a communicator out of step
     REQUIRE(rs2.init(N) == RCCLX_SUCCESS);
     REQUIRE(rcclx_allreduce(&rs2.comm[0], buf[0], buf[0], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[0]) == RCCLX_SUCCESS);
     REQUIRE(rcclx_allreduce(&rs2.comm[1], buf[1], buf[1], 8192, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[1]) == RCCLX_SUCCESS);
@@ -562,9 +629,9 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     CHECK(rcclx_comm_check(&rs2.comm[0], nullptr) == RCCLX_ERR_RANK_MISMATCH);
     CHECK(rcclx_comm_check(&rs2.comm[1], nullptr) == RCCLX_ERR_RANK_MISMATCH);
   }
-  // Counts on both sides of the Lamport threshold: AUTO runs Lamport on
-  // some ranks and the flat kernel on the others.  Each side reports the
-  // mismatch (the Lamport ranks arrive at the others' barrier with their
+  // Counts on both sides of the LL threshold: AUTO runs LL on some ranks
+  // and the flat kernel on the others.  Each side reports the mismatch
+  // (the LL ranks arrive at the others' barrier with their
   // fingerprint) instead of waiting forever.  The watchdog (2 s) only turns
   // a regression into PEER_TIMEOUT instead of a hung test.
   for (int n : {2, 4}) {
@@ -572,14 +639,14 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     cfg.watchdog_ns = 2000ull * 1000 * 1000;
     rank_set rs2;
     REQUIRE(rs2.init(n, &cfg) == RCCLX_SUCCESS);
-    for (int r = 0; r < n; ++r) rs2.comm[r].lamport_max_bytes = 64 << 10;
+    for (int r = 0; r < n; ++r) rs2.comm[r].ll_max_bytes = 64 << 10;
     const std::vector<float*> b = zeroed_floats(rs2, 32768);
-    for (int r = 0; r < n; ++r)  // the lower half: 16 KiB (Lamport); the upper: 128 KiB (flat)
+    for (int r = 0; r < n; ++r)  // the lower half: 16 KiB (LL); the upper: 128 KiB (flat)
       REQUIRE(rcclx_allreduce(&rs2.comm[r], b[r], b[r], r < n / 2 ? 4096 : 32768, RCCLX_FLOAT32, RCCLX_SUM,
                               RCCLX_ALGO_AUTO, rs2.stream[r]) == RCCLX_SUCCESS);
     GPU_REQUIRE(rs2.sync());
     for (int r = 0; r < n; ++r) {
-      INFO("Lamport against flat, " << n << " ranks, rank " << r);
+      INFO("LL against flat, " << n << " ranks, rank " << r);
       CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
     }
     free_all(b);
@@ -617,7 +684,7 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
     REQUIRE(rs2.init(N) == RCCLX_SUCCESS);
     rs2.comm[0].direct_min_bytes = 0;         // rank 0 reads directly,
     rs2.comm[1].direct_min_bytes = SIZE_MAX;  // rank 1 stages: they disagree
-    for (int r = 0; r < N; ++r) rs2.comm[r].lamport_max_bytes = 0;  // barrier kernels only
+    for (int r = 0; r < N; ++r) rs2.comm[r].ll_max_bytes = 0;  // barrier kernels only
     for (int r = 0; r < N; ++r)
       REQUIRE(rcclx_allreduce(&rs2.comm[r], buf[r], buf[r], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[r]) ==
               RCCLX_SUCCESS);

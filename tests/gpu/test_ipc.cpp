@@ -1,7 +1,7 @@
 // One process per rank, IPC handles exchanged through files in a temporary
 // directory (the library carries no transport: this is the caller's
 // all-gather).  Forks N processes before any GPU runtime call; all may share
-// one GPU.  Each rank runs flat, tree and Lamport AllReduces on device-independent
+// one GPU.  Each rank runs flat, tree and LL AllReduces on device-independent
 // deterministic data and checks the float64-free exact expectation: inputs
 // are small integers, so every sum is exact in bf16 and fp32.
 // Usage: rcclx_ipc_test N   (exit 0 and "N passed, 0 failed" on success)
@@ -87,7 +87,7 @@ static int child(int rank, int nranks, const std::string& dir) {
     fails += run<rcclx_bf16>(&c, s, 1000003, RCCLX_ALGO_FLAT, iter);
     fails += run<float>(&c, s, 70001, RCCLX_ALGO_TREE, iter);
     fails += run<rcclx_bf16>(&c, s, 3 * ((size_t)4 << 20) / 2 + 5, RCCLX_ALGO_AUTO, iter);  // chunked
-    fails += run<rcclx_bf16>(&c, s, 5003 + iter * 1000, RCCLX_ALGO_LAMPORT, iter);  // each size clears the last
+    fails += run<rcclx_bf16>(&c, s, 5003 + iter * 1000, RCCLX_ALGO_LL, iter);  // a new size each iteration
   }
   (void)hipStreamDestroy(s);
   rcclx_comm_destroy(&c);

@@ -54,6 +54,36 @@ RCCLX_DEVICE void rcclx_st_release_dev_u64(uint64_t* p, uint64_t v) {
 RCCLX_DEVICE uint64_t rcclx_ld_acquire_dev_u64(const uint64_t* p) {
   return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
 }
+/* Relaxed 64-bit words (the LL protocol's tagged data: single-copy atomic). */
+RCCLX_DEVICE void rcclx_st_relaxed_sys_u64(uint64_t* p, uint64_t v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+RCCLX_DEVICE uint64_t rcclx_ld_relaxed_sys_u64(const uint64_t* p) {
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+RCCLX_DEVICE void rcclx_st_relaxed_dev_u64(uint64_t* p, uint64_t v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+RCCLX_DEVICE uint64_t rcclx_ld_relaxed_dev_u64(const uint64_t* p) {
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+/* Two such words at once (a 16-byte aligned pair). */
+RCCLX_DEVICE void rcclx_st_relaxed_sys_u64x2(uint64_t* p, uint64_t a, uint64_t b) {
+  rcclx_st_relaxed_sys_u64(p, a);
+  rcclx_st_relaxed_sys_u64(p + 1, b);
+}
+RCCLX_DEVICE void rcclx_ld_relaxed_sys_u64x2(const uint64_t* p, uint64_t* a, uint64_t* b) {
+  *a = rcclx_ld_relaxed_sys_u64(p);
+  *b = rcclx_ld_relaxed_sys_u64(p + 1);
+}
+RCCLX_DEVICE void rcclx_st_relaxed_dev_u64x2(uint64_t* p, uint64_t a, uint64_t b) {
+  rcclx_st_relaxed_dev_u64(p, a);
+  rcclx_st_relaxed_dev_u64(p + 1, b);
+}
+RCCLX_DEVICE void rcclx_ld_relaxed_dev_u64x2(const uint64_t* p, uint64_t* a, uint64_t* b) {
+  *a = rcclx_ld_relaxed_dev_u64(p);
+  *b = rcclx_ld_relaxed_dev_u64(p + 1);
+}
 
 /* AMD has no programmatic dependent launch: a kernel starts after the
  * stream's previous one completed, so there is nothing to wait for. */

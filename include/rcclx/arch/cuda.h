@@ -33,6 +33,27 @@ RCCLX_CUDA_ST_ORDERED(rcclx_st_release_sys_u64, uint64_t, "st.release.sys.global
 RCCLX_CUDA_LD_ORDERED(rcclx_ld_acquire_sys_u64, uint64_t, "ld.acquire.sys.global.u64", "l")
 RCCLX_CUDA_ST_ORDERED(rcclx_st_release_dev_u64, uint64_t, "st.release.gpu.global.u64", "l")
 RCCLX_CUDA_LD_ORDERED(rcclx_ld_acquire_dev_u64, uint64_t, "ld.acquire.gpu.global.u64", "l")
+/* Relaxed 64-bit words (the LL protocol's tagged data: single-copy atomic). */
+RCCLX_CUDA_ST_ORDERED(rcclx_st_relaxed_sys_u64, uint64_t, "st.relaxed.sys.global.u64", "l")
+RCCLX_CUDA_LD_ORDERED(rcclx_ld_relaxed_sys_u64, uint64_t, "ld.relaxed.sys.global.u64", "l")
+RCCLX_CUDA_ST_ORDERED(rcclx_st_relaxed_dev_u64, uint64_t, "st.relaxed.gpu.global.u64", "l")
+RCCLX_CUDA_LD_ORDERED(rcclx_ld_relaxed_dev_u64, uint64_t, "ld.relaxed.gpu.global.u64", "l")
+/* Two such words at once (a 16-byte aligned pair: .v2.u64 is two 64-bit
+ * accesses, each single-copy atomic). */
+#define RCCLX_CUDA_PAIR(st, ld, scope)                                                         \
+  RCCLX_DEVICE void st(uint64_t* p, uint64_t a, uint64_t b) {                                  \
+    asm volatile("st.relaxed." scope ".global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) \
+                 : "memory");                                                                  \
+  }                                                                                            \
+  RCCLX_DEVICE void ld(const uint64_t* p, uint64_t* a, uint64_t* b) {                          \
+    asm volatile("ld.relaxed." scope ".global.v2.u64 {%0, %1}, [%2];"                          \
+                 : "=l"(*a), "=l"(*b)                                                          \
+                 : "l"(p)                                                                      \
+                 : "memory");                                                                  \
+  }
+RCCLX_CUDA_PAIR(rcclx_st_relaxed_sys_u64x2, rcclx_ld_relaxed_sys_u64x2, "sys")
+RCCLX_CUDA_PAIR(rcclx_st_relaxed_dev_u64x2, rcclx_ld_relaxed_dev_u64x2, "gpu")
+#undef RCCLX_CUDA_PAIR
 #undef RCCLX_CUDA_ST_ORDERED
 #undef RCCLX_CUDA_LD_ORDERED
 RCCLX_DEVICE void rcclx_fence_acq_rel_sys(void) {

@@ -5,8 +5,8 @@
  * Every rank calls it with the same count, dtype, op and algo (ranks that
  * disagree are caught in-kernel and reported by rcclx_comm_check as
  * RCCLX_ERR_RANK_MISMATCH, also when AUTO resolves their counts to
- * different kernels; where one of those was the Lamport one-shot, rebuild
- * the communicators afterwards: rcclx/dda/lamport.h).  It is
+ * different kernels; where one of those was the LL one-shot, rebuild
+ * the communicators afterwards: rcclx/dda/ll.h).  It is
  * stream-ordered and graph-capturable: no host state changes between
  * calls, nothing needs a reset.
  *   - send == recv is in place; otherwise they must not overlap.
@@ -21,12 +21,12 @@
  *   - Otherwise send is copied in by the kernel itself, in chunks of the
  *     region size for any count.
  *   - count == 0 returns RCCLX_SUCCESS and launches nothing.
- *   - algo AUTO picks Lamport (rcclx/dda/lamport.h) up to
- *     comm->lamport_max_bytes, flat up to comm->flat_max_bytes, tree above
+ *   - algo AUTO picks LL (rcclx/dda/ll.h) up to
+ *     comm->ll_max_bytes, flat up to comm->flat_max_bytes, tree above
  *     (and from comm->direct_min_bytes on a direct view);
  *     their results are bitwise identical, so the choice never changes
- *     numbers.  An explicit LAMPORT runs larger messages in chunks of
- *     RCCLX_LAMPORT_MAX_BYTES.
+ *     numbers.  An explicit LL runs larger messages in chunks of
+ *     RCCLX_LL_MAX_BYTES.
  *   - Low precision (FP8 on the wire, rcclx/fp8/collectives.h): algo
  *     LOWP_FLAT / LOWP_TREE, or AUTO with RCCL_LOW_PRECISION_ENABLE=1 (see
  *     rcclx/fp8/lowp_plan.h for the switches, threshold and wire; read
@@ -50,8 +50,8 @@ template <typename T, int OP, int NMAX>
 RCCLX_HOST hipError_t rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, const void* send, void* recv,
                                         size_t n, uint32_t sig, int src, int pdl, hipStream_t s) {
   const dim3 g((unsigned)v.nblocks), b((unsigned)v.nthreads);
-  if (algo == RCCLX_ALGO_LAMPORT)
-    return rcclx_launch(rcclx_dda_lamport_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig);
+  if (algo == RCCLX_ALGO_LL)
+    return rcclx_launch(rcclx_dda_ll_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig);
   if (algo == RCCLX_ALGO_FLAT)
     return rcclx_launch(rcclx_dda_flat_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig, src);
   return rcclx_launch(rcclx_dda_tree_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig, src);
@@ -89,7 +89,7 @@ RCCLX_HOST rcclx_status rcclx_allreduce(rcclx_comm* comm, const void* send, void
                                 rcclx_lowp_switches_fp8(&comm->lowp), stream);
   int src = RCCLX_SRC_STAGED;
   const rcclx_algo a = rcclx_dda_resolve(comm, send, count * es, algo, &src);
-  const size_t chunk = a == RCCLX_ALGO_LAMPORT            ? RCCLX_LAMPORT_MAX_BYTES / es
+  const size_t chunk = a == RCCLX_ALGO_LL            ? RCCLX_LL_MAX_BYTES / es
                        : src == RCCLX_SRC_STAGED ? rcclx_allreduce_chunk_elems(comm->view.region_bytes, dtype)
                                                           : rcclx_dda_max_launch_elems(dtype);
   int prev = 0;

@@ -10,7 +10,7 @@
 
 #if defined(RCCLX_GPU_LANG)
 
-/* Largest block of the DDA kernels (flat, tree, Lamport): their launch
+/* Largest block of the DDA kernels (flat, tree, LL): their launch
  * bounds (rcclx/comm.h). */
 #define RCCLX_DDA_MAX_THREADS RCCLX_MAX_THREADS
 

@@ -183,7 +183,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
 
 #endif /* RCCLX_GPU_LANG */
 
-#include <rcclx/dda/lamport.h>
+#include <rcclx/dda/ll.h>
 
 #if defined(RCCLX_GPU_LANG)
 
@@ -196,7 +196,7 @@ RCCLX_HOST int rcclx_dda_occupancy_one_(int threads) {
           hipSuccess ||
       hipOccupancyMaxActiveBlocksPerMultiprocessor(&b, (const void*)rcclx_dda_tree_kernel<T, OP, NMAX>, threads, 0) !=
           hipSuccess ||
-      hipOccupancyMaxActiveBlocksPerMultiprocessor(&l, (const void*)rcclx_dda_lamport_kernel<T, OP, NMAX>, threads, 0) !=
+      hipOccupancyMaxActiveBlocksPerMultiprocessor(&l, (const void*)rcclx_dda_ll_kernel<T, OP, NMAX>, threads, 0) !=
           hipSuccess)
     return 0;
   a = a < b ? a : b;

@@ -5,19 +5,19 @@
 #include <rcclx/comm.h>
 
 typedef enum {
-  RCCLX_ALGO_AUTO = 0, /* by size: Lamport, flat, tree (rcclx_dda_resolve) */
+  RCCLX_ALGO_AUTO = 0, /* by size: LL, flat, tree (rcclx_dda_resolve) */
   RCCLX_ALGO_FLAT = 1, /* one-shot: every rank reads every peer; one barrier */
   RCCLX_ALGO_TREE = 2, /* two-shot: reduce-scatter + all-gather; two barriers */
   RCCLX_ALGO_LOWP_FLAT = 3, /* FP8 on the wire, one-shot (rcclx/fp8/collectives.h); sum only */
   RCCLX_ALGO_LOWP_TREE = 4, /* FP8 on the wire, two-shot; sum only */
-  RCCLX_ALGO_LAMPORT = 5,   /* one-shot with the flag in the data (rcclx/dda/lamport.h): no barrier */
+  RCCLX_ALGO_LL = 5,        /* one-shot with the flag in the data (rcclx/dda/ll.h): no barrier, no fence */
   RCCLX_ALGO_COUNT
 } rcclx_algo;
 
 RCCLX_HOST const char* rcclx_algo_name(rcclx_algo a) {
   return a == RCCLX_ALGO_AUTO ? "auto" : a == RCCLX_ALGO_FLAT ? "flat" : a == RCCLX_ALGO_TREE ? "tree"
        : a == RCCLX_ALGO_LOWP_FLAT ? "lowp_flat" : a == RCCLX_ALGO_LOWP_TREE ? "lowp_tree"
-       : a == RCCLX_ALGO_LAMPORT ? "lamport" : "?";
+       : a == RCCLX_ALGO_LL ? "ll" : "?";
 }
 
 /* Default flat/tree switch point for nranks (bytes of one rank's message);
@@ -30,21 +30,20 @@ RCCLX_HOST size_t rcclx_default_flat_max_bytes(int nranks) {
   return rcclx_env_size("RCCLX_FLAT_MAX_BYTES", d);
 }
 
-/* Default Lamport switch point for AUTO (bytes of one rank's message, at
- * most RCCLX_LAMPORT_MAX_BYTES); RCCLX_LAMPORT_MAX_BYTES overrides.  From
- * bench/RESULTS.md (run 25, one H200, virtual ranks, bf16, after the
- * barrier found the call fingerprint in its arrival word): with 2 ranks it
- * beats the staged flat kernel at 1, 16 and 64 KiB (16 KiB: 2.93 vs 3.30
- * us); with 4 ranks it now loses (3.69 vs 3.57; in run 20, before that
- * barrier change, it had won), with 8 too (5.26 vs 4.39).  So it is on
- * with 2 ranks only (3: unmeasured, left to the flat kernel).  Whether it
- * wins over real links is issue #7's measurement.  (After a rank mismatch
- * in a Lamport call the communicators must be rebuilt:
- * rcclx/dda/lamport.h.) */
-RCCLX_HOST size_t rcclx_default_lamport_max_bytes(int nranks) {
-  const size_t d = nranks <= 2 ? ((size_t)64 << 10) : 0;
-  const size_t v = rcclx_env_size("RCCLX_LAMPORT_MAX_BYTES", d);
-  return v < RCCLX_LAMPORT_MAX_BYTES ? v : RCCLX_LAMPORT_MAX_BYTES;
+/* Default LL switch point for AUTO (bytes of one rank's message, at most
+ * RCCLX_LL_MAX_BYTES); RCCLX_LL_MAX_BYTES overrides.  From bench/RESULTS.md
+ * (run 44, one H200, virtual ranks, bf16, us per call, LL against the
+ * flat kernel): 2 ranks 2.55 / 3.30 at 16 KiB and 2.62 / 3.48 at 64 KiB;
+ * 4 ranks 2.91 / 3.54 and 3.08 / 3.60; 8 ranks 4.01 / 4.25 at 16 KiB but
+ * 5.69 / 4.30 at 64 KiB (its doubled bytes, read by 7 peers).  So 64 KiB
+ * up to 4 ranks, 16 KiB above (3, 5-7 ranks: unmeasured, by their
+ * neighbours).  Whether it wins over real links is issue #7's
+ * measurement.  (After a rank mismatch in an LL call the communicators
+ * must be rebuilt: rcclx/dda/ll.h.) */
+RCCLX_HOST size_t rcclx_default_ll_max_bytes(int nranks) {
+  const size_t d = nranks <= 4 ? ((size_t)64 << 10) : ((size_t)16 << 10);
+  const size_t v = rcclx_env_size("RCCLX_LL_MAX_BYTES", d);
+  return v < RCCLX_LL_MAX_BYTES ? v : RCCLX_LL_MAX_BYTES;
 }
 
 /* Default size (bytes of one rank's message) from which a view with
@@ -73,10 +72,10 @@ RCCLX_HOST rcclx_algo rcclx_allreduce_choose(rcclx_algo algo, size_t bytes, size
   if (algo != RCCLX_ALGO_AUTO) return algo;
   return bytes <= flat_max_bytes ? RCCLX_ALGO_FLAT : RCCLX_ALGO_TREE;
 }
-/* The same with the Lamport one-shot for the smallest messages (its results
- * are the flat kernel's bits too; see rcclx/dda/lamport.h for NaN payloads). */
-RCCLX_HOST rcclx_algo rcclx_dda_choose(rcclx_algo algo, size_t bytes, size_t lamport_max_bytes, size_t flat_max_bytes) {
-  if (algo == RCCLX_ALGO_AUTO && bytes <= lamport_max_bytes) return RCCLX_ALGO_LAMPORT;
+/* The same with the LL one-shot for the smallest messages (its results are
+ * the flat kernel's bits too, rcclx/dda/ll.h). */
+RCCLX_HOST rcclx_algo rcclx_dda_choose(rcclx_algo algo, size_t bytes, size_t ll_max_bytes, size_t flat_max_bytes) {
+  if (algo == RCCLX_ALGO_AUTO && bytes <= ll_max_bytes) return RCCLX_ALGO_LL;
   return rcclx_allreduce_choose(algo, bytes, flat_max_bytes);
 }
 
@@ -100,9 +99,9 @@ RCCLX_HOST rcclx_algo rcclx_dda_resolve(const rcclx_comm* c, const void* send, s
   const int zero_copy = send == rcclx_comm_input(c);
   const size_t direct_min = !zero_copy && (c->view.flags & RCCLX_VIEW_DIRECT) ? c->direct_min_bytes : SIZE_MAX;
   rcclx_algo a = algo;
-  if (a == RCCLX_ALGO_AUTO && bytes > c->lamport_max_bytes && bytes >= direct_min) a = RCCLX_ALGO_TREE;
-  a = rcclx_dda_choose(a, bytes, c->lamport_max_bytes, c->flat_max_bytes);
-  *src = a == RCCLX_ALGO_LAMPORT ? RCCLX_SRC_STAGED /* pushes from wherever send is */
+  if (a == RCCLX_ALGO_AUTO && bytes > c->ll_max_bytes && bytes >= direct_min) a = RCCLX_ALGO_TREE;
+  a = rcclx_dda_choose(a, bytes, c->ll_max_bytes, c->flat_max_bytes);
+  *src = a == RCCLX_ALGO_LL ? RCCLX_SRC_STAGED /* copies from wherever send is */
          : zero_copy             ? RCCLX_SRC_REGISTERED
          : a == RCCLX_ALGO_TREE && bytes >= direct_min ? RCCLX_SRC_DIRECT
                                                        : RCCLX_SRC_STAGED;

@@ -99,7 +99,7 @@ int rcclx_torch_info(void* h, int* rank, int* nranks, int* device, size_t* regio
 void* rcclx_torch_input(void* h) { return rcclx_comm_input((const rcclx_comm*)h); }
 
 /* Whether [p, p + bytes) overlaps this rank's registered buffer (every
- * region and the Lamport area), which rcclx_allreduce rejects as an output. */
+ * region and the LL area), which rcclx_allreduce rejects as an output. */
 int rcclx_torch_overlaps_registered(void* h, const void* p, size_t bytes) {
   const rcclx_comm* c = (const rcclx_comm*)h;
   return c && c->kind && rcclx_overlaps_registered(&c->view, p, bytes);
@@ -109,17 +109,17 @@ int rcclx_torch_overlaps_registered(void* h, const void* p, size_t bytes) {
  * and the other switches of rcclx/fp8/lowp_plan.h, as the environment held
  * them when the communicator was created, decide); FULL: never FP8; LOW:
  * FP8 wire (format and block from the same switches).  algo: rcclx_algo
- * (auto / flat / tree / lamport). */
+ * (auto / flat / tree / ll). */
 int rcclx_torch_allreduce(void* h, const void* send, void* recv, size_t count, int dtype, int op, int algo,
                           int precision, void* stream) {
   rcclx_comm* c = (rcclx_comm*)h;
   if (!c || !c->kind) return RCCLX_ERR_NULL_POINTER;
-  if (algo != RCCLX_ALGO_AUTO && algo != RCCLX_ALGO_FLAT && algo != RCCLX_ALGO_TREE && algo != RCCLX_ALGO_LAMPORT)
+  if (algo != RCCLX_ALGO_AUTO && algo != RCCLX_ALGO_FLAT && algo != RCCLX_ALGO_TREE && algo != RCCLX_ALGO_LL)
     return RCCLX_ERR_INVALID_ARGUMENT;
   const hipStream_t s = (hipStream_t)stream;
   if (precision == RCCLX_TORCH_PRECISION_LOW) {
     if (op != RCCLX_SUM) return RCCLX_ERR_UNSUPPORTED_OP;
-    if (algo == RCCLX_ALGO_LAMPORT) return RCCLX_ERR_INVALID_ARGUMENT;
+    if (algo == RCCLX_ALGO_LL) return RCCLX_ERR_INVALID_ARGUMENT;
     return rcclx_lowp_allreduce(c, send, recv, count, (rcclx_dtype)dtype, (rcclx_algo)algo,
                                 rcclx_lowp_switches_fp8(&c->lowp), s);
   }

@@ -1,0 +1,322 @@
+/* rcclx/dda/ll.h - one-shot AllReduce with the flag in the data, for the
+ * smallest messages: no barrier, no fence.
+ *
+ * NCCL's "LL" protocol applied to a one-shot pull.  A rank writes its
+ * message into its own LL area (rcclx/comm.h) as 64-bit words {4 data
+ * bytes | tag << 32}, each written and read as one single-copy-atomic
+ * access, two per 16-byte line (rcclx_st_relaxed_*_u64x2,
+ * rcclx_ld_relaxed_*_u64x2).  The tag names the call, so a peer that reads
+ * a word carrying this call's tag holds this call's 4 bytes: nothing orders
+ * data before a flag (no fence), and nobody waits for a peer's arrival (no
+ * barrier).  The bytes moved double; for small messages latency is all
+ * that counts.  (TensorRT-LLM's "Lamport" scheme marks data not yet
+ * arrived with a sentinel value instead, which the receiver must clear
+ * again after every call.  It was this file's first design, pushing into
+ * the peers' buffers, and lost at every rank count: 16 KiB bf16 took 3.25 /
+ * 3.95 / 5.48 us at 2 / 4 / 8 virtual ranks, an LL probe 2.44 / 2.58 /
+ * 3.02 in the same run, bench/RESULTS.md run 41.)
+ *
+ * Call k of block slot b (k: the slot's LL call count, ll_calls):
+ *   1. writes block b's header word {fingerprint | tag}, then block b's
+ *      lines, into this rank's buffer k & 1;
+ *   2. polls each peer's buffer k & 1 for the same lines until both words
+ *      of each carry tag(k) (all peers' loads in flight together), while
+ *      lane q < nranks of its last warp polls peer q's header: a
+ *      fingerprint that differs is RCCLX_ERR_RANK_MISMATCH and stops the
+ *      block's other pollers;
+ *   3. reduces in rank order 0..nranks-1 in fp32 (its own contribution
+ *      read from send) and rounds once: the flat kernel's bits, NaN
+ *      payloads included (every bit pattern travels as it is).
+ * Lines are dealt to threads by the fixed mapping of every DDA kernel
+ * (rcclx_grid_first_vector, counted in lines), so block b reads only what
+ * block b of each peer wrote, and all state is per block slot.
+ * Why two buffers suffice with no fence and no clearing: a rank writes
+ * buffer k & 1 again in call k + 2, which it starts after its call k + 1
+ * completed, which read every peer's call-(k + 1) words, which each peer
+ * wrote after its own call k completed: nobody reads the call-k words any
+ * more.  For the same reason no peer is ever more than one call ahead.
+ * Tags: tag(k) = k + 1, never 0 (the zeroed area) before the first
+ * re-tagging.  A word not rewritten by this call carries the tag of an
+ * earlier call, different from tag(k) while every word of the buffer was
+ * written fewer than 2^32 calls ago.  Words that small calls never reach
+ * could grow older than that, so when 2^30 calls have passed since a
+ * buffer was last re-tagged (ll_cleaned), the call first rewrites every
+ * one of block b's words there with tag(k - 2), a tag no call expects for
+ * 2^32 - 2 more calls, and passes one barrier before any peer polls.
+ * A rank that passes another count or dtype is caught by the header
+ * (RCCLX_ERR_RANK_MISMATCH), never by a hang, also when its AUTO call
+ * resolved to a barrier kernel instead (rcclx_ll_header_mismatch); the LL
+ * call counts are then out of step, so the communicators must be rebuilt
+ * (as after a timeout).
+ */
+#pragma once
+
+#include <rcclx/dda/flat.h>
+#include <rcclx/signal.h>
+#include <rcclx/trace.h>
+
+#if defined(RCCLX_GPU_LANG)
+
+/* Calls between two re-taggings of an LL buffer (see above). */
+#define RCCLX_LL_RETAG_CALLS (1u << 30)
+
+/* Rank `owner`'s LL buffer `buf` (0 or 1): header words, then data lines. */
+RCCLX_DEVICE uint64_t* rcclx_ll_buffer(const rcclx_dev_comm& c, int owner, uint32_t buf) {
+  return (uint64_t*)((char*)c.bufs[owner] + RCCLX_NUM_REGIONS * c.region_bytes + (size_t)buf * RCCLX_LL_BUFFER_BYTES);
+}
+/* Block b's header word in that buffer. */
+RCCLX_DEVICE uint64_t* rcclx_ll_header(const rcclx_dev_comm& c, int owner, uint32_t buf, int b) {
+  return rcclx_ll_buffer(c, owner, buf) + (size_t)b * (RCCLX_LL_HEADER_STRIDE / 8);
+}
+/* Data line L (two words: message bytes 8L..8L+7) of that buffer. */
+RCCLX_DEVICE uint64_t* rcclx_ll_line(const rcclx_dev_comm& c, int owner, uint32_t buf, size_t L) {
+  return rcclx_ll_buffer(c, owner, buf) + RCCLX_LL_HEADER_BYTES / 8 + 2 * L;
+}
+
+/* LL stores and loads at the view's scope (device scope when every rank is
+ * on this GPU, as the barriers' flags: rcclx_flag_release): a word, and a
+ * line of data words d[0], d[1] under one tag. */
+RCCLX_DEVICE uint64_t rcclx_ll_word(uint32_t data, uint32_t tag) { return ((uint64_t)tag << 32) | data; }
+RCCLX_DEVICE uint32_t rcclx_ll_tag_of(uint64_t v) { return (uint32_t)(v >> 32); }
+RCCLX_DEVICE void rcclx_ll_st(const rcclx_dev_comm& c, uint64_t* p, uint32_t data, uint32_t tag) {
+  if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64(p, rcclx_ll_word(data, tag));
+  else rcclx_st_relaxed_sys_u64(p, rcclx_ll_word(data, tag));
+}
+RCCLX_DEVICE uint64_t rcclx_ll_ld(const rcclx_dev_comm& c, const uint64_t* p) {
+  return (c.flags & RCCLX_VIEW_ONE_DEVICE) ? rcclx_ld_relaxed_dev_u64(p) : rcclx_ld_relaxed_sys_u64(p);
+}
+RCCLX_DEVICE void rcclx_ll_st_line(const rcclx_dev_comm& c, uint64_t* p, const uint32_t* d, uint32_t tag) {
+  if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
+  else rcclx_st_relaxed_sys_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
+}
+RCCLX_DEVICE void rcclx_ll_ld_line(const rcclx_dev_comm& c, const uint64_t* p, uint64_t* x) {
+  if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_ld_relaxed_dev_u64x2(p, &x[0], &x[1]);
+  else rcclx_ld_relaxed_sys_u64x2(p, &x[0], &x[1]);
+}
+/* Whether both words of a line carry `tag`. */
+RCCLX_DEVICE int rcclx_ll_arrived(const uint64_t* x, uint32_t tag) {
+  return rcclx_ll_tag_of(x[0]) == tag && rcclx_ll_tag_of(x[1]) == tag;
+}
+
+/* Bytes 8L..8L+7 of a user array of n elements into d[0], d[1]; elements
+ * past n read as 0 and no byte past them is read.  p 16-byte aligned. */
+template <typename T>
+RCCLX_DEVICE void rcclx_ll_load_clipped(const T* p, size_t L, size_t n, uint32_t* d) {
+  const int E = 8 / (int)sizeof(T);
+  if ((L + 1) * E <= n) {
+    const uint64_t v = *(const uint64_t*)(p + L * E);
+    d[0] = (uint32_t)v;
+    d[1] = (uint32_t)(v >> 32);
+    return;
+  }
+  T e[8 / sizeof(T)];
+  RCCLX_UNROLL
+  for (int i = 0; i < E; ++i) e[i] = L * E + i < n ? p[L * E + i] : rcclx_from_f32<T>(0.0f);
+  memcpy(d, e, 8);
+}
+/* Writes the elements of bytes 8L..8L+7 that are below n. */
+template <typename T>
+RCCLX_DEVICE void rcclx_ll_store_clipped(T* p, size_t L, size_t n, const uint32_t* d) {
+  const int E = 8 / (int)sizeof(T);
+  if ((L + 1) * E <= n) {
+    *(uint64_t*)(p + L * E) = ((uint64_t)d[1] << 32) | d[0];
+    return;
+  }
+  T e[8 / sizeof(T)];
+  memcpy(e, d, 8);
+  for (int i = 0; i < E; ++i)
+    if (L * E + i < n) p[L * E + i] = e[i];
+}
+
+/* The 8 data bytes of every rank (d[2q], d[2q+1], q < nranks) reduced in
+ * rank order 0..nranks-1 in fp32 and rounded once into r[0], r[1]: the
+ * flat kernel's arithmetic. */
+template <typename T, int OP, int NMAX>
+RCCLX_DEVICE void rcclx_ll_accumulate(const uint32_t* d, int nranks, uint32_t* r) {
+  const int E = 8 / (int)sizeof(T);
+  T e[8 / sizeof(T)];
+  float acc[8 / sizeof(T)];
+  memcpy(e, &d[0], 8);
+  RCCLX_UNROLL
+  for (int i = 0; i < E; ++i) acc[i] = rcclx_to_f32(e[i]);
+  RCCLX_UNROLL
+  for (int q = 1; q < NMAX; ++q)
+    if (q < nranks) {
+      memcpy(e, &d[2 * q], 8);
+      RCCLX_UNROLL
+      for (int i = 0; i < E; ++i) acc[i] = rcclx_reduce_f32<OP>(acc[i], rcclx_to_f32(e[i]));
+    }
+  RCCLX_UNROLL
+  for (int i = 0; i < E; ++i) e[i] = rcclx_from_f32<T>(acc[i]);
+  memcpy(r, e, 8);
+}
+
+/* Block b's header from `src` in buffer `buf`: until src's block b wrote it
+ * for this call, it carries another tag.  Once it has (*pending cleared) and
+ * its fingerprint differs from sig, records RCCLX_ERR_RANK_MISMATCH, raises
+ * *seen (the block's shared flag, which stops its other pollers) and
+ * returns 1.
+ * While it has not, every 256th poll (*polls counts them) also looks whether
+ * src runs a barrier kernel instead: ranks that pass different counts to an
+ * AUTO call can resolve it to LL here and to a barrier kernel there, where
+ * src then waits for this rank at block b's first barrier forever.  src
+ * arrived there past this block slot's epoch (acquire) while its header is
+ * still missing (a src that ran this call wrote it before any later
+ * arrival, so the acquire makes it visible): a mismatch, recorded as above;
+ * and this rank arrives at src's barrier with its own fingerprint, so that
+ * barrier reports the mismatch too (rcclx_barrier_sync) and src's kernel
+ * ends. */
+RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf, uint32_t tag, uint32_t sig,
+                                          int* pending, int* seen, int b, int src, uint32_t call, uint32_t* polls) {
+  const uint64_t* hp = rcclx_ll_header(c, src, buf, b);
+  uint64_t h = rcclx_ll_ld(c, hp);
+  int elsewhere = 0;
+  if (rcclx_ll_tag_of(h) != tag) {
+    if ((++*polls & 255u) != 0u) return 0;
+    const uint32_t epoch = rcclx_barrier_open(c, b).epoch; /* no LL call moves it (but a re-tagging's barrier) */
+    const uint64_t w = rcclx_flag_acquire(c, &c.sigs[c.rank]->arrive[b].from[src]);
+    if ((int32_t)((uint32_t)w - epoch) <= 0) return 0;
+    h = rcclx_ll_ld(c, hp);
+    elsewhere = rcclx_ll_tag_of(h) != tag;
+    if (elsewhere)
+      rcclx_flag_release(c, &c.sigs[src]->arrive[b].from[c.rank], ((uint64_t)sig << 32) | (uint32_t)w);
+  }
+  if (!elsewhere) {
+    *pending = 0;
+    if ((uint32_t)h == sig) return 0;
+  }
+  rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, b, src, call);
+  *(volatile int*)seen = 1;
+  return 1;
+}
+
+/* The re-tagging of buffer `buf` (see above): block b's header word and
+ * every data line the fixed mapping gives it, over the whole buffer,
+ * rewritten with `tag`; then one barrier on the slot (checking the call
+ * fingerprint), so that no peer polls before the rewrite is visible.
+ * Every thread of the block calls it.  Returns the barrier's result. */
+RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t tag, uint32_t sig) {
+  const size_t stride = (size_t)gridDim.x * blockDim.x, nlines = RCCLX_LL_MAX_BYTES / 8;
+  const uint32_t zero[2] = {0u, 0u};
+  if (threadIdx.x == 0) rcclx_ll_st(c, rcclx_ll_header(c, c.rank, buf, (int)blockIdx.x), 0u, tag);
+  for (size_t L = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, (int)gridDim.x); L < nlines;
+       L += stride)
+    rcclx_ll_st_line(c, rcclx_ll_line(c, c.rank, buf, L), zero, tag);
+  return rcclx_barrier_block(c, (int)blockIdx.x, sig);
+}
+
+#define RCCLX_LL_TIMEOUT 1
+#define RCCLX_LL_MISMATCH 2
+#define RCCLX_LL_ABORTED 4 /* another thread of the block saw a mismatch */
+
+template <typename T, int OP, int NMAX>
+/* RCCLX_LAUNCH_BOUNDS_512: two blocks per SM on NVIDIA, as the other DDA
+ * kernels reach by themselves (the grid is sized by the fewest blocks any
+ * of them fits per multiprocessor, rcclx_dda_min_occupancy). */
+RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
+    rcclx_dda_ll_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig) {
+  /* Set when a thread of this block saw a fingerprint that differs: the
+   * threads still polling for data that peer may never send stop. */
+  __shared__ int mismatch_seen;
+  rcclx_grid_dependency_wait(); /* the previous kernel's writes (rcclx_dda_done_waiting) */
+  rcclx_dda_launch_next_early(c);
+  /* Indices read once: under HIP they are runtime calls until the device
+   * libraries are linked, and CI's ISA build links none. */
+  const int b = (int)blockIdx.x, tid = (int)threadIdx.x, E = 8 / (int)sizeof(T);
+  /* 32-bit line indices: a launch holds at most RCCLX_LL_MAX_BYTES / 8 lines. */
+  const uint32_t L0 = (uint32_t)rcclx_grid_first_vector(b, tid, (int)gridDim.x), stride = gridDim.x * blockDim.x;
+  rcclx_signal* me = c.sigs[c.rank];
+  /* The call count and the last re-tagging of its buffer, and whether this
+   * rank holds an unread error (then it skips the call:
+   * rcclx_error_unread). */
+  const volatile rcclx_slot_counters* ctr = &me->slot[b];
+  const uint32_t failed = rcclx_error_unread(c);
+  const uint32_t k = ctr->ll_calls, cleaned0 = ctr->ll_cleaned[0], cleaned1 = ctr->ll_cleaned[1];
+  if (failed) return;
+  const uint32_t cleaned = k & 1u ? cleaned1 : cleaned0;
+  const uint32_t buf = k & 1u, tag = k + 1u;
+  const uint32_t nlines = (uint32_t)((n + E - 1) / E);
+  if (tid == 0) mismatch_seen = 0;
+  RCCLX_TRACE(c, k, 0);
+  if (k - cleaned >= RCCLX_LL_RETAG_CALLS) {
+    if (rcclx_ll_retag(c, buf, k - 1u, sig) != RCCLX_BARRIER_OK) return;
+    if (tid == 0) me->slot[b].ll_cleaned[buf] = k;
+  }
+
+  /* 1. The header, then this block's lines, into my own buffer k & 1. */
+  if (tid == 0) rcclx_ll_st(c, rcclx_ll_header(c, c.rank, buf, b), sig, tag);
+  for (uint32_t L = L0; L < nlines; L += stride) {
+    uint32_t d[2];
+    rcclx_ll_load_clipped(send, L, n, d);
+    rcclx_ll_st_line(c, rcclx_ll_line(c, c.rank, buf, L), d, tag);
+  }
+  RCCLX_TRACE(c, k, 1);
+  __syncthreads(); /* mismatch_seen is initialised */
+
+  /* 2. The headers: lane q < nranks of the block's last warp checks peer
+   * q's (a small message leaves that warp without lines, so the check runs
+   * beside the data polls); a fingerprint that differs stops the block's
+   * other pollers. */
+  int bad = 0;
+  uint32_t spins = 0, hdr_polls = 0;
+  uint64_t t0 = 0;
+  {
+    const int q = tid - ((int)blockDim.x - RCCLX_WARP_SIZE);
+    int hdr_pending = q >= 0 && q < c.nranks && q != c.rank;
+    while (hdr_pending && !bad) {
+      if (rcclx_ll_header_mismatch(c, buf, tag, sig, &hdr_pending, &mismatch_seen, b, q, k, &hdr_polls))
+        bad = RCCLX_LL_MISMATCH;
+      else if (hdr_pending && rcclx_watchdog_expired(c, &spins, &t0, b, q, k))
+        bad = RCCLX_LL_TIMEOUT;
+    }
+  }
+
+  /* 3.  Every source's line is loaded at once and the ones not yet arrived
+   * are re-polled together, so a call costs one round trip once the data
+   * is there. */
+  for (uint32_t L = L0; !bad && L < nlines; L += stride) {
+    uint64_t x[NMAX][2];
+    RCCLX_UNROLL
+    for (int q = 0; q < NMAX; ++q)
+      if (q < c.nranks && q != c.rank) rcclx_ll_ld_line(c, rcclx_ll_line(c, q, buf, L), x[q]);
+    for (;;) {
+      int waiting_on = -1;
+      RCCLX_UNROLL
+      for (int q = NMAX - 1; q >= 0; --q)
+        if (q < c.nranks && q != c.rank && !rcclx_ll_arrived(x[q], tag)) waiting_on = q;
+      if (waiting_on < 0) break;
+      if (*(volatile int*)&mismatch_seen) bad = RCCLX_LL_ABORTED;
+      else if (rcclx_watchdog_expired(c, &spins, &t0, b, waiting_on, k)) bad = RCCLX_LL_TIMEOUT;
+      if (bad) break;
+      RCCLX_UNROLL
+      for (int q = 0; q < NMAX; ++q)
+        if (q < c.nranks && q != c.rank && !rcclx_ll_arrived(x[q], tag))
+          rcclx_ll_ld_line(c, rcclx_ll_line(c, q, buf, L), x[q]);
+    }
+    if (bad) break;
+    /* Rank order 0..nranks-1 in fp32, rounded once: the flat kernel's bits.
+     * This rank's own part from send again (this thread read it in step 1:
+     * a cache hit). */
+    uint32_t own[2], d[2 * NMAX], r[2];
+    rcclx_ll_load_clipped(send, L, n, own);
+    RCCLX_UNROLL
+    for (int q = 0; q < NMAX; ++q) {
+      d[2 * q] = q == c.rank ? own[0] : (uint32_t)x[q][0];
+      d[2 * q + 1] = q == c.rank ? own[1] : (uint32_t)x[q][1];
+    }
+    rcclx_ll_accumulate<T, OP, NMAX>(d, c.nranks, r);
+    rcclx_ll_store_clipped(recv, L, n, r);
+  }
+  RCCLX_TRACE(c, k, 2);
+  /* A timeout or mismatch leaves the LL call counts out of step: the
+   * communicators must be rebuilt (rcclx_comm_check). */
+  if (__syncthreads_or(bad)) return;
+  RCCLX_TRACE(c, k, 3);
+  rcclx_dda_done_waiting();
+  /* 4. The call count (every thread read it before the barrier above; the
+   * next call is a later kernel on the same stream). */
+  if (tid == 0) me->slot[b].ll_calls = k + 1u;
+  RCCLX_TRACE(c, k, 4);
+}
+
+#endif /* RCCLX_GPU_LANG */
