@@ -217,16 +217,18 @@ int main(int argc, char** argv) {
     }
 
     // The trace: 64 calls of the library's flat and LL kernels in one
-    // graph (16 KiB), with PDL and with the early launch.  Per call: the
+    // graph (16 KiB), with PDL, with the early launch, and with PDL and
+    // fork/join around every call (CSV pdl column 3: issue #3's floor
+    // method, where no call's launch overlaps the previous one).  Per call: the
     // ranks' start spread (stage 0 on the global timer); the last starter's
     // stages (rcclx/trace.h: 0-1 its data out, 1-2 its peers' data here,
     // 2-3 written, 3-4 closed); how long the first starter waited (1-2).
     for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LL})
-      for (int mode : {1, 2}) {
-        rank_set& ts = mode == 1 ? on : early;
+      for (int mode : {1, 2, 3}) {
+        rank_set& ts = mode == 2 ? early : on;
         hipGraphExec_t ge = bench_graph(ts, [&](int r) {
           RK(rcclx_allreduce(&ts.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, algo, ts.stream[r]));
-        }, TRACE_CALLS);
+        }, TRACE_CALLS, mode == 3);
         CK(hipStreamSynchronize(ts.stream[0]));
         CK(hipGraphExecDestroy(ge));
         lib_trace_read<<<1, 256, 0, ts.stream[0]>>>(trace);
@@ -250,7 +252,7 @@ int main(int argc, char** argv) {
           first_wait.push_back((F.cyc[2] - F.cyc[1]) * us_per_cyc);
           period.push_back(((long long)t[k + 1].start_ns - (long long)t[k].start_ns) / 1e3);
         }
-        const char* m = mode == 1 ? "PDL" : "early";
+        const char* m = mode == 1 ? "PDL" : mode == 2 ? "early" : "fork/join";
         const char* what[] = {"period", "start_spread", "last_out", "last_peers", "last_written", "last_closed",
                               "first_wait"};
         const double val[] = {bench_median(period), bench_median(spread), bench_median(d[0]), bench_median(d[1]),

@@ -22,7 +22,9 @@
  *
  * ---- Fixed grid --------------------------------------------------------
  * Every collective kernel of a communicator runs exactly `nblocks` blocks of
- * `nthreads` threads, and 16-byte vector v of a message is handled by the
+ * `nthreads` threads (but the LL one-shot, which runs as many of them as
+ * its message needs, and advances the state of the others' block slots
+ * too: rcclx/dda/ll.h), and 16-byte vector v of a message is handled by the
  * same thread of the same block in every phase of a call and on every rank
  * (rcclx_grid_first_vector in rcclx/dda/flat.h: warp-sized runs of vectors
  * dealt to the blocks in turn, so small messages reach every block).  So
@@ -116,9 +118,10 @@ typedef struct __attribute__((aligned(128))) rcclx_slot_arrivals {
 typedef struct __attribute__((aligned(128))) rcclx_slot_counters {
   uint32_t epoch;            /* barriers passed by this rank's block b */
   uint32_t calls;            /* DDA / low-precision calls run by block b */
-  uint32_t ll_calls;         /* LL calls run by block b (rcclx/dda/ll.h) */
-  uint32_t ll_cleaned[2];    /* ll_calls when block b last re-tagged its
-                                lines in each LL buffer (rcclx/dda/ll.h) */
+  uint32_t ll_calls;         /* LL calls run by this rank (every call
+                                advances every slot: rcclx/dda/ll.h) */
+  uint32_t ll_cleaned[2];    /* ll_calls when each LL buffer was last
+                                re-tagged (rcclx/dda/ll.h) */
 } rcclx_slot_counters;
 
 /* One per rank, in device memory, zeroed at creation and never reset. */

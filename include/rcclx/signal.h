@@ -192,9 +192,24 @@ RCCLX_DEVICE void rcclx_barrier_close(const rcclx_dev_comm& c, const rcclx_barri
  * multiprocessors; once no block of this grid waits on anyone, this grid
  * completes whatever the peers do, so the next kernel's wait is bounded.
  * (Once every peer's block is known to run the call, an earlier call is
- * safe too, but it was measured slower: the barrier it overlaps loses more
- * than the launch gains; bench/RESULTS.md, runs 37-38.) */
+ * safe too, but for the barrier kernels it was measured slower: the
+ * barrier it overlaps loses more than the launch gains; bench/RESULTS.md,
+ * runs 37-38.  The LL kernel, which has no barrier, gains from it:
+ * rcclx_dda_peers_committed.) */
 RCCLX_DEVICE void rcclx_dda_done_waiting(void) { rcclx_grid_dependents_launch(); }
+
+/* The same, before the block's last wait, once every wait it has left is
+ * bounded: each peer block it still waits on is known to run this call and
+ * reaches what this block waits for without waiting on anyone itself (the
+ * LL kernel, rcclx/dda/ll.h: a peer block whose header word for the call
+ * is seen writes all its lines before it polls).  This grid then completes
+ * whatever the peers' later work does, as in rcclx_dda_done_waiting.  Any
+ * one thread of the block may call it: a block counts as having let the
+ * next kernel go at its first call (programmatic dependent launch counts
+ * blocks, not threads: bench/RESULTS.md, run 46's `nosync`), and later
+ * calls, rcclx_dda_done_waiting's included, change nothing (were threads
+ * counted, the block would count at that later call, as without this). */
+RCCLX_DEVICE void rcclx_dda_peers_committed(void) { rcclx_grid_dependents_launch(); }
 
 /* Views with RCCLX_VIEW_LAUNCH_EARLY: lets the stream's next kernel be
  * scheduled now, so its launch overlaps this call and its blocks wait

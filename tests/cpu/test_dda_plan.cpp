@@ -66,6 +66,24 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   setenv("RCCLX_LL_MAX_BYTES", "0", 1);
   CHECK(rcclx_default_ll_max_bytes(8) == 0);
   unsetenv("RCCLX_LL_MAX_BYTES");
+  // The LL grid: one block per nthreads / 4 lines of 8 bytes, within
+  // 1..nblocks, the fewest blocks that hold every line (or all of them).
+  CHECK(rcclx_ll_blocks(1, 16, 512) == 1);
+  CHECK(rcclx_ll_blocks(1024, 16, 512) == 1);
+  CHECK(rcclx_ll_blocks(1025, 16, 512) == 2);
+  CHECK(rcclx_ll_blocks((size_t)16 << 10, 16, 512) == 16);
+  CHECK(rcclx_ll_blocks((size_t)16 << 10, 64, 512) == 16);
+  CHECK(rcclx_ll_blocks((size_t)64 << 10, 64, 512) == 64);
+  CHECK(rcclx_ll_blocks((size_t)64 << 10, 16, 512) == 16);
+  CHECK(rcclx_ll_blocks(RCCLX_LL_MAX_BYTES, 1, 64) == 1);
+  for (int nb = 1; nb <= RCCLX_MAX_BLOCKS; nb += 7)
+    for (int nt = 64; nt <= RCCLX_MAX_THREADS; nt += 64)
+      for (size_t bytes = 1; bytes <= RCCLX_LL_MAX_BYTES; bytes += 997) {
+        const int g = rcclx_ll_blocks(bytes, nb, nt);
+        const size_t lines = (bytes + 7) / 8, per = (size_t)nt / 4;
+        if (g < 1 || g > nb || (g < nb && (size_t)g * per < lines) || (size_t)(g - 1) * per >= lines)
+          FAIL("rcclx_ll_blocks(" << bytes << ", " << nb << ", " << nt << ") = " << g);
+      }
   // Fingerprints are never 0 (none) or all-ones.
   for (uint64_t i = 0; i < 100000; ++i) {
     const uint32_t f = rcclx_call_signature(i, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_LL, 0);

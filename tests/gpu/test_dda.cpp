@@ -497,7 +497,13 @@ TEST_CASE("dda allreduce: LL re-tagging and the wrap of its call count", "[gpu][
   set_ll_counters(rs, k0, k0 - RCCLX_LL_RETAG_CALLS, k0 + 1u - RCCLX_LL_RETAG_CALLS);
   const size_t sizes[] = {big, 7, 4099, big, 1, 60000};
   for (int i = 0; i < 12; ++i) run(sizes[i % 6], i % 4 == 1);
-  CHECK(ll_calls_of(rs, N - 1, 0) == k0 + 12u);
+  // Every call advanced every block slot, whatever its grid (1 block for
+  // 7 and 1 elements, all of them for `big`; rcclx_ll_blocks).
+  for (int r = 0; r < N; ++r)
+    for (int b = 0; b < rs.comm[r].view.nblocks; ++b) {
+      INFO("rank " << r << " slot " << b);
+      CHECK(ll_calls_of(rs, r, b) == k0 + 12u);
+    }
   for (int r = 0; r < N; ++r) {
     unsigned long long e = 1;
     GPU_REQUIRE(hipMemcpy(&e, vb.err[r], 8, hipMemcpyDeviceToHost));
@@ -619,38 +625,47 @@ TEST_CASE("dda allreduce: ranks that disagree are reported / not hung", "[gpu][d
   rank_set rs;
   REQUIRE(rs.init(N) == RCCLX_SUCCESS);
   const std::vector<float*> buf = zeroed_floats(rs, 8192);
-  for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LL}) {
+  // LL counts give different grids (rcclx_ll_blocks: 16 and 32 blocks;
+  // 1 and 16): the larger grid's blocks find their slots' headers written
+  // by the smaller grid, with the other fingerprint.
+  const struct { rcclx_algo algo; size_t n0, n1; } pairs[] = {
+      {RCCLX_ALGO_FLAT, 4096, 8192}, {RCCLX_ALGO_LL, 4096, 8192}, {RCCLX_ALGO_LL, 3, 4096}};
+  for (const auto& p : pairs) {
     rank_set rs2;  // fresh: an LL mismatch leaves a communicator out of step
     REQUIRE(rs2.init(N) == RCCLX_SUCCESS);
-    REQUIRE(rcclx_allreduce(&rs2.comm[0], buf[0], buf[0], 4096, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[0]) == RCCLX_SUCCESS);
-    REQUIRE(rcclx_allreduce(&rs2.comm[1], buf[1], buf[1], 8192, RCCLX_FLOAT32, RCCLX_SUM, algo, rs2.stream[1]) == RCCLX_SUCCESS);
+    REQUIRE(rcclx_allreduce(&rs2.comm[0], buf[0], buf[0], p.n0, RCCLX_FLOAT32, RCCLX_SUM, p.algo, rs2.stream[0]) ==
+            RCCLX_SUCCESS);
+    REQUIRE(rcclx_allreduce(&rs2.comm[1], buf[1], buf[1], p.n1, RCCLX_FLOAT32, RCCLX_SUM, p.algo, rs2.stream[1]) ==
+            RCCLX_SUCCESS);
     GPU_REQUIRE(rs2.sync());
-    INFO("algo " << rcclx_algo_name(algo));
+    INFO("algo " << rcclx_algo_name(p.algo) << ", counts " << p.n0 << " and " << p.n1);
     CHECK(rcclx_comm_check(&rs2.comm[0], nullptr) == RCCLX_ERR_RANK_MISMATCH);
     CHECK(rcclx_comm_check(&rs2.comm[1], nullptr) == RCCLX_ERR_RANK_MISMATCH);
   }
   // Counts on both sides of the LL threshold: AUTO runs LL on some ranks
   // and the flat kernel on the others.  Each side reports the mismatch
-  // (the LL ranks arrive at the others' barrier with their
-  // fingerprint) instead of waiting forever.  The watchdog (2 s) only turns
-  // a regression into PEER_TIMEOUT instead of a hung test.
-  for (int n : {2, 4}) {
-    rcclx_config cfg = {};
-    cfg.watchdog_ns = 2000ull * 1000 * 1000;
-    rank_set rs2;
-    REQUIRE(rs2.init(n, &cfg) == RCCLX_SUCCESS);
-    for (int r = 0; r < n; ++r) rs2.comm[r].ll_max_bytes = 64 << 10;
-    const std::vector<float*> b = zeroed_floats(rs2, 32768);
-    for (int r = 0; r < n; ++r)  // the lower half: 16 KiB (LL); the upper: 128 KiB (flat)
-      REQUIRE(rcclx_allreduce(&rs2.comm[r], b[r], b[r], r < n / 2 ? 4096 : 32768, RCCLX_FLOAT32, RCCLX_SUM,
-                              RCCLX_ALGO_AUTO, rs2.stream[r]) == RCCLX_SUCCESS);
-    GPU_REQUIRE(rs2.sync());
-    for (int r = 0; r < n; ++r) {
-      INFO("LL against flat, " << n << " ranks, rank " << r);
-      CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+  // (the LL ranks arrive at the others' barrier with their fingerprint, at
+  // every block slot, also those beyond the LL launch's smaller grid)
+  // instead of waiting forever.  The watchdog (2 s) only turns a
+  // regression into PEER_TIMEOUT instead of a hung test.
+  for (int n : {2, 4})
+    for (int lo : {4096, 5}) {
+      rcclx_config cfg = {};
+      cfg.watchdog_ns = 2000ull * 1000 * 1000;
+      rank_set rs2;
+      REQUIRE(rs2.init(n, &cfg) == RCCLX_SUCCESS);
+      for (int r = 0; r < n; ++r) rs2.comm[r].ll_max_bytes = 64 << 10;
+      const std::vector<float*> b = zeroed_floats(rs2, 32768);
+      for (int r = 0; r < n; ++r)  // the lower half: 16 KiB or 20 bytes (LL); the upper: 128 KiB (flat)
+        REQUIRE(rcclx_allreduce(&rs2.comm[r], b[r], b[r], r < n / 2 ? lo : 32768, RCCLX_FLOAT32, RCCLX_SUM,
+                                RCCLX_ALGO_AUTO, rs2.stream[r]) == RCCLX_SUCCESS);
+      GPU_REQUIRE(rs2.sync());
+      for (int r = 0; r < n; ++r) {
+        INFO("LL (" << lo << " elements) against flat, " << n << " ranks, rank " << r);
+        CHECK(rcclx_comm_check(&rs2.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+      }
+      free_all(b);
     }
-    free_all(b);
-  }
   // Counts that agree in the first chunk but not in total (64 KiB regions:
   // 128 KiB is two chunks on rank 0, 64 KiB one on rank 1): the first
   // chunk's fingerprints differ, and rank 0 skips its second chunk (its

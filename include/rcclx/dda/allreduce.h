@@ -44,14 +44,17 @@
 
 #if defined(RCCLX_GPU_LANG)
 
-/* One DDA kernel launch on the communicator's fixed grid; pdl: see
+/* One DDA kernel launch on the communicator's fixed grid (LL: as many of
+ * its blocks as the message needs, rcclx_ll_blocks); pdl: see
  * rcclx_config.pdl.  Returns the launch's error. */
 template <typename T, int OP, int NMAX>
 RCCLX_HOST hipError_t rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, const void* send, void* recv,
                                         size_t n, uint32_t sig, int src, int pdl, hipStream_t s) {
   const dim3 g((unsigned)v.nblocks), b((unsigned)v.nthreads);
-  if (algo == RCCLX_ALGO_LL)
-    return rcclx_launch(rcclx_dda_ll_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig);
+  if (algo == RCCLX_ALGO_LL) {
+    const dim3 gl((unsigned)rcclx_ll_blocks(n * sizeof(T), v.nblocks, v.nthreads)); /* sized by the message */
+    return rcclx_launch(rcclx_dda_ll_kernel<T, OP, NMAX>, gl, b, s, pdl, v, (const T*)send, (T*)recv, n, sig);
+  }
   if (algo == RCCLX_ALGO_FLAT)
     return rcclx_launch(rcclx_dda_flat_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig, src);
   return rcclx_launch(rcclx_dda_tree_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig, src);

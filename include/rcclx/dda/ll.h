@@ -18,18 +18,28 @@
  *
  * Call k of block slot b (k: the slot's LL call count, ll_calls):
  *   1. writes block b's header word {fingerprint | tag}, then block b's
- *      lines, into this rank's buffer k & 1;
+ *      lines, into this rank's buffer k & 1, and the call count k + 1;
  *   2. polls each peer's buffer k & 1 for the same lines until both words
  *      of each carry tag(k) (all peers' loads in flight together), while
  *      lane q < nranks of its last warp polls peer q's header: a
  *      fingerprint that differs is RCCLX_ERR_RANK_MISMATCH and stops the
- *      block's other pollers;
+ *      block's other pollers; once every peer's header is seen, the block
+ *      lets the stream's next kernel be scheduled (programmatic dependent
+ *      launch: rcclx_dda_peers_committed in rcclx/signal.h);
  *   3. reduces in rank order 0..nranks-1 in fp32 (its own contribution
  *      read from send) and rounds once: the flat kernel's bits, NaN
  *      payloads included (every bit pattern travels as it is).
- * Lines are dealt to threads by the fixed mapping of every DDA kernel
- * (rcclx_grid_first_vector, counted in lines), so block b reads only what
- * block b of each peer wrote, and all state is per block slot.
+ * The grid is sized by the message (rcclx_ll_blocks in rcclx/dda/plan.h:
+ * g blocks, 1 <= g <= c.nblocks), the same on every rank that passes the
+ * same count.  Lines are dealt to threads by the mapping of every DDA
+ * kernel (rcclx_grid_first_vector over g blocks, counted in lines), so
+ * block b reads only what block b of each peer wrote.  The state is kept
+ * per block slot, and every call advances all c.nblocks slots alike,
+ * whatever its grid: block b stands for slots b, b + g, b + 2g, ...
+ * (thread t of the block takes b + t * g, then every blockDim.x * g
+ * further): it writes their header words and call counts.
+ * So every slot holds the same count, and the words of a buffer carry one
+ * tag per call, whichever block wrote them.
  * Why two buffers suffice with no fence and no clearing: a rank writes
  * buffer k & 1 again in call k + 2, which it starts after its call k + 1
  * completed, which read every peer's call-(k + 1) words, which each peer
@@ -41,13 +51,16 @@
  * written fewer than 2^32 calls ago.  Words that small calls never reach
  * could grow older than that, so when 2^30 calls have passed since a
  * buffer was last re-tagged (ll_cleaned), the call first rewrites every
- * one of block b's words there with tag(k - 2), a tag no call expects for
- * 2^32 - 2 more calls, and passes one barrier before any peer polls.
+ * one of block b's words there (its lines over the whole buffer, its
+ * slots' headers) with tag(k - 2), a tag no call expects for 2^32 - 2 more
+ * calls, and passes one barrier before any peer polls.
  * A rank that passes another count or dtype is caught by the header
- * (RCCLX_ERR_RANK_MISMATCH), never by a hang, also when its AUTO call
- * resolved to a barrier kernel instead (rcclx_ll_header_mismatch); the LL
- * call counts are then out of step, so the communicators must be rebuilt
- * (as after a timeout).
+ * (RCCLX_ERR_RANK_MISMATCH), never by a hang: also when the counts give
+ * different grids (a block of the larger grid finds the header of its slot
+ * written by the smaller grid, with the other fingerprint), and when its
+ * AUTO call resolved to a barrier kernel instead (rcclx_ll_header_mismatch:
+ * every slot of that kernel is answered); the LL call counts are then out
+ * of step, so the communicators must be rebuilt (as after a timeout).
  */
 #pragma once
 
@@ -165,7 +178,11 @@ RCCLX_DEVICE void rcclx_ll_accumulate(const uint32_t* d, int nranks, uint32_t* r
  * arrival, so the acquire makes it visible): a mismatch, recorded as above;
  * and this rank arrives at src's barrier with its own fingerprint, so that
  * barrier reports the mismatch too (rcclx_barrier_sync) and src's kernel
- * ends. */
+ * ends.  It arrives so at every slot this block stands for: src's kernel
+ * runs the whole communicator grid, and slots beyond this launch's grid
+ * have no block of their own here.  Their arrival carries the slot's next
+ * epoch as this rank counts it, which is src's (barrier epochs move in
+ * step on every rank; src cannot pass that barrier without this rank). */
 RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf, uint32_t tag, uint32_t sig,
                                           int* pending, int* seen, int b, int src, uint32_t call, uint32_t* polls) {
   const uint64_t* hp = rcclx_ll_header(c, src, buf, b);
@@ -178,8 +195,12 @@ RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf,
     if ((int32_t)((uint32_t)w - epoch) <= 0) return 0;
     h = rcclx_ll_ld(c, hp);
     elsewhere = rcclx_ll_tag_of(h) != tag;
-    if (elsewhere)
+    if (elsewhere) {
       rcclx_flag_release(c, &c.sigs[src]->arrive[b].from[c.rank], ((uint64_t)sig << 32) | (uint32_t)w);
+      for (int s = b + (int)gridDim.x; s < c.nblocks; s += (int)gridDim.x)
+        rcclx_flag_release(c, &c.sigs[src]->arrive[s].from[c.rank],
+                           ((uint64_t)sig << 32) | (rcclx_barrier_open(c, s).epoch + 1u));
+    }
   }
   if (!elsewhere) {
     *pending = 0;
@@ -190,17 +211,18 @@ RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf,
   return 1;
 }
 
-/* The re-tagging of buffer `buf` (see above): block b's header word and
- * every data line the fixed mapping gives it, over the whole buffer,
- * rewritten with `tag`; then one barrier on the slot (checking the call
- * fingerprint), so that no peer polls before the rewrite is visible.
+/* The re-tagging of buffer `buf` (see above): the header words of the
+ * block's slots and every data line the mapping gives it, over the whole
+ * buffer, rewritten with `tag`; then one barrier on the slot (checking the
+ * call fingerprint), so that no peer polls before the rewrite is visible.
  * Every thread of the block calls it.  Returns the barrier's result. */
 RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t tag, uint32_t sig) {
-  const size_t stride = (size_t)gridDim.x * blockDim.x, nlines = RCCLX_LL_MAX_BYTES / 8;
+  const int g = (int)gridDim.x, nt = (int)blockDim.x;
+  const size_t stride = (size_t)g * nt, nlines = RCCLX_LL_MAX_BYTES / 8;
   const uint32_t zero[2] = {0u, 0u};
-  if (threadIdx.x == 0) rcclx_ll_st(c, rcclx_ll_header(c, c.rank, buf, (int)blockIdx.x), 0u, tag);
-  for (size_t L = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, (int)gridDim.x); L < nlines;
-       L += stride)
+  for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
+    rcclx_ll_st(c, rcclx_ll_header(c, c.rank, buf, s), 0u, tag);
+  for (size_t L = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, g); L < nlines; L += stride)
     rcclx_ll_st_line(c, rcclx_ll_line(c, c.rank, buf, L), zero, tag);
   return rcclx_barrier_block(c, (int)blockIdx.x, sig);
 }
@@ -218,13 +240,23 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   /* Set when a thread of this block saw a fingerprint that differs: the
    * threads still polling for data that peer may never send stop. */
   __shared__ int mismatch_seen;
+  /* Peers whose header for this call the block has seen (step 3). */
+  __shared__ int headers_seen;
   rcclx_grid_dependency_wait(); /* the previous kernel's writes (rcclx_dda_done_waiting) */
   rcclx_dda_launch_next_early(c);
   /* Indices read once: under HIP they are runtime calls until the device
    * libraries are linked, and CI's ISA build links none. */
-  const int b = (int)blockIdx.x, tid = (int)threadIdx.x, E = 8 / (int)sizeof(T);
+  const int b = (int)blockIdx.x, tid = (int)threadIdx.x, g = (int)gridDim.x, E = 8 / (int)sizeof(T);
+  /* The block slots thread tid stands for (see above): b + tid * g, then
+   * every slot_step further. */
+  const int slot_step = (int)blockDim.x * g;
   /* 32-bit line indices: a launch holds at most RCCLX_LL_MAX_BYTES / 8 lines. */
-  const uint32_t L0 = (uint32_t)rcclx_grid_first_vector(b, tid, (int)gridDim.x), stride = gridDim.x * blockDim.x;
+  const uint32_t L0 = (uint32_t)rcclx_grid_first_vector(b, tid, g), stride = (uint32_t)slot_step;
+  const uint32_t nlines = (uint32_t)((n + E - 1) / E);
+  /* The thread's first line of send, loaded before the counters below
+   * (neither load needs the other), so the two round trips overlap. */
+  uint32_t first[2] = {0u, 0u};
+  if (L0 < nlines) rcclx_ll_load_clipped(send, L0, n, first);
   rcclx_signal* me = c.sigs[c.rank];
   /* The call count and the last re-tagging of its buffer, and whether this
    * rank holds an unread error (then it skips the call:
@@ -235,43 +267,63 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   if (failed) return;
   const uint32_t cleaned = k & 1u ? cleaned1 : cleaned0;
   const uint32_t buf = k & 1u, tag = k + 1u;
-  const uint32_t nlines = (uint32_t)((n + E - 1) / E);
-  if (tid == 0) mismatch_seen = 0;
+  if (tid == 0) {
+    mismatch_seen = 0;
+    headers_seen = 0;
+  }
   RCCLX_TRACE(c, k, 0);
   if (k - cleaned >= RCCLX_LL_RETAG_CALLS) {
     if (rcclx_ll_retag(c, buf, k - 1u, sig) != RCCLX_BARRIER_OK) return;
-    if (tid == 0) me->slot[b].ll_cleaned[buf] = k;
+    for (int s = b + tid * g; s < c.nblocks; s += slot_step) me->slot[s].ll_cleaned[buf] = k;
   }
 
-  /* 1. The header, then this block's lines, into my own buffer k & 1. */
-  if (tid == 0) rcclx_ll_st(c, rcclx_ll_header(c, c.rank, buf, b), sig, tag);
-  for (uint32_t L = L0; L < nlines; L += stride) {
+  /* 1. The headers of the block's slots, then its lines, into my own
+   * buffer k & 1. */
+  for (int s = b + tid * g; s < c.nblocks; s += slot_step)
+    rcclx_ll_st(c, rcclx_ll_header(c, c.rank, buf, s), sig, tag);
+  if (L0 < nlines) rcclx_ll_st_line(c, rcclx_ll_line(c, c.rank, buf, L0), first, tag);
+  for (uint32_t L = L0 + stride; L < nlines; L += stride) {
     uint32_t d[2];
     rcclx_ll_load_clipped(send, L, n, d);
     rcclx_ll_st_line(c, rcclx_ll_line(c, c.rank, buf, L), d, tag);
   }
   RCCLX_TRACE(c, k, 1);
-  __syncthreads(); /* mismatch_seen is initialised */
+  __syncthreads(); /* mismatch_seen and headers_seen are initialised */
 
-  /* 2. The headers: lane q < nranks of the block's last warp checks peer
+  /* 2. The call count of the block's slots, now, so the store is off the
+   * kernel's end: every thread of the block read slot b's before the
+   * barrier above, no other block of this grid touches these slots, and
+   * the next call is a later kernel on the same stream, which reads them
+   * once this grid completed.  (A call that fails below leaves the counts
+   * out of step on some rank anyway: the communicators must be rebuilt,
+   * rcclx_comm_check.) */
+  for (int s = b + tid * g; s < c.nblocks; s += slot_step) me->slot[s].ll_calls = k + 1u;
+
+  /* 3. The headers: lane q < nranks of the block's last warp checks peer
    * q's (a small message leaves that warp without lines, so the check runs
    * beside the data polls); a fingerprint that differs stops the block's
-   * other pollers. */
+   * other pollers.  Once every peer's header for the call is seen, every
+   * peer block this block waits on runs the call and writes its lines
+   * without waiting: the lane that saw the last one lets the stream's next
+   * kernel be scheduled (rcclx_dda_peers_committed), so its launch overlaps
+   * the data polls instead of following them. */
   int bad = 0;
   uint32_t spins = 0, hdr_polls = 0;
   uint64_t t0 = 0;
   {
     const int q = tid - ((int)blockDim.x - RCCLX_WARP_SIZE);
-    int hdr_pending = q >= 0 && q < c.nranks && q != c.rank;
+    const int checks = q >= 0 && q < c.nranks && q != c.rank;
+    int hdr_pending = checks;
     while (hdr_pending && !bad) {
       if (rcclx_ll_header_mismatch(c, buf, tag, sig, &hdr_pending, &mismatch_seen, b, q, k, &hdr_polls))
         bad = RCCLX_LL_MISMATCH;
       else if (hdr_pending && rcclx_watchdog_expired(c, &spins, &t0, b, q, k))
         bad = RCCLX_LL_TIMEOUT;
     }
+    if (checks && !bad && atomicAdd(&headers_seen, 1) == c.nranks - 2) rcclx_dda_peers_committed();
   }
 
-  /* 3.  Every source's line is loaded at once and the ones not yet arrived
+  /* 4.  Every source's line is loaded at once and the ones not yet arrived
    * are re-polled together, so a call costs one round trip once the data
    * is there. */
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
@@ -308,14 +360,9 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     rcclx_ll_store_clipped(recv, L, n, r);
   }
   RCCLX_TRACE(c, k, 2);
-  /* A timeout or mismatch leaves the LL call counts out of step: the
-   * communicators must be rebuilt (rcclx_comm_check). */
   if (__syncthreads_or(bad)) return;
   RCCLX_TRACE(c, k, 3);
   rcclx_dda_done_waiting();
-  /* 4. The call count (every thread read it before the barrier above; the
-   * next call is a later kernel on the same stream). */
-  if (tid == 0) me->slot[b].ll_calls = k + 1u;
   RCCLX_TRACE(c, k, 4);
 }
 

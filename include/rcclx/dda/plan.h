@@ -46,6 +46,23 @@ RCCLX_HOST size_t rcclx_default_ll_max_bytes(int nranks) {
   return v < RCCLX_LL_MAX_BYTES ? v : RCCLX_LL_MAX_BYTES;
 }
 
+/* Blocks of one LL launch (rcclx/dda/ll.h) of `bytes` bytes per rank on a
+ * communicator grid of nblocks x nthreads: one per nthreads / 4 lines of 8
+ * data bytes (128 at 512 threads: the first warps of a block poll lines,
+ * and the header checks of its last warp never queue behind lines of
+ * their own), at least 1 and at most nblocks.  Every block a small message
+ * leaves without lines still checks headers and lengthens the tail; too
+ * few blocks queue the lines' polls (bench/RESULTS.md, runs 49-50).
+ * Against the whole grid, interleaved (run 52, one H200, virtual ranks):
+ * 0.15-0.3 us off a 1 KiB call at 2-8 ranks, 0.14 off 16 KiB at 2.  The
+ * grid follows from the launch's count and the communicator, so ranks that
+ * agree on the call agree on it. */
+RCCLX_HOST_DEVICE int rcclx_ll_blocks(size_t bytes, int nblocks, int nthreads) {
+  const size_t lines = (bytes + 7) / 8, per_block = nthreads / 4 > 0 ? (size_t)(nthreads / 4) : 1;
+  const size_t g = (lines + per_block - 1) / per_block;
+  return g < 1 ? 1 : g > (size_t)nblocks ? nblocks : (int)g;
+}
+
 /* Default size (bytes of one rank's message) from which a view with
  * RCCLX_VIEW_DIRECT runs AUTO as the two-shot reading the user's buffers
  * (rcclx_dda_resolve); RCCLX_DIRECT_MIN_BYTES overrides.  Below it the
