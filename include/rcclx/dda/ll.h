@@ -18,17 +18,19 @@
  *
  * Call k of block slot b (k: the slot's LL call count, ll_calls):
  *   1. writes block b's header word {fingerprint | tag}, then block b's
- *      lines, into this rank's buffer k & 1, and the call count k + 1;
- *   2. polls each peer's buffer k & 1 for the same lines until both words
- *      of each carry tag(k) (all peers' loads in flight together), while
- *      lane q < nranks of its last warp polls peer q's header: a
+ *      lines, into this rank's buffer k & 1;
+ *   2. stores the call count k + 1 (read by the next call only);
+ *   3. lane q < nranks of its last warp polls peer q's header: a
  *      fingerprint that differs is RCCLX_ERR_RANK_MISMATCH and stops the
  *      block's other pollers; once every peer's header is seen, the block
  *      lets the stream's next kernel be scheduled (programmatic dependent
  *      launch: rcclx_dda_peers_committed in rcclx/signal.h);
- *   3. reduces in rank order 0..nranks-1 in fp32 (its own contribution
- *      read from send) and rounds once: the flat kernel's bits, NaN
- *      payloads included (every bit pattern travels as it is).
+ *   4. beside those header polls, the threads with lines poll each
+ *      peer's buffer k & 1 for the same lines until both words of each
+ *      carry tag(k) (all peers' loads in flight together), then reduce in
+ *      rank order 0..nranks-1 in fp32 (their own contribution read from
+ *      send) and round once: the flat kernel's bits, NaN payloads included
+ *      (every bit pattern travels as it is).
  * The grid is sized by the message (rcclx_ll_blocks in rcclx/dda/plan.h:
  * g blocks, 1 <= g <= c.nblocks), the same on every rank that passes the
  * same count.  Lines are dealt to threads by the mapping of every DDA
