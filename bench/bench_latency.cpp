@@ -4,18 +4,22 @@
 // fork/join once per graph, median of R), with plain launches, programmatic
 // dependent launch (PDL) and PDL with the early launch of the next call
 // (RCCLX_PDL_EARLY); then a trace of the library's own flat and LL
-// kernels through rcclx/trace.h's hook (block 0 of every rank: when each
+// kernels through rcclx/trace.h's hook: block 0 of every rank (when each
 // call's counters were read, on the global timer, and the SM cycles of each
-// stage after that).
+// stage after that), and every block on the global timer (which block
+// finished last, and what it waited for).
 // Output: CSV (argv[1]) and tables on stdout.  A diagnosis, not a test.
+#include <climits>
 #include <cstdint>
 
 // The hook (rcclx/trace.h), defined before rcclx is included: thread 0 of
-// block 0 stamps lib_trace[rank][call % TRACE_CALLS] with stores only (a
-// fixed array: no load on the kernel's path).
+// every block stamps fixed arrays indexed by rank, call % TRACE_CALLS (and
+// block), with stores only: no load on the kernel's path.
 #define TRACE_CALLS 64
 __device__ void lib_trace_stamp(int rank, uint32_t call, int stage);
 #define RCCLX_TRACE(c, call, stage) lib_trace_stamp((c).rank, (call), (stage))
+__device__ void lib_trace_val(int rank, uint32_t call, int slot, unsigned long long v);
+#define RCCLX_TRACE_VAL(c, call, slot, v) lib_trace_val((c).rank, (call), (slot), (v))
 #include "timing.h"
 
 typedef rcclx_bf16 bf;
@@ -24,14 +28,31 @@ struct trace_rec {
   unsigned long long start_ns, cyc[5];  // stage 0 on the global timer; the SM clock at stages 0..4
 };
 __device__ trace_rec lib_trace[RCCLX_MAX_RANKS * TRACE_CALLS];
+// Every block's thread 0: the global timer (one clock for all SMs) at
+// stages 0..4, per rank, call and block (blocks past TRACE_BLOCKS untraced).
+// Slots 5..9: finer stamps of a probe build whose patched LL kernel adds
+// them (bench/RESULTS.md run 58: 5 after the block's barrier, 6 the first
+// poll back, 7 every peer's line in, 9 the number of polls, through
+// RCCLX_TRACE_VAL); 0 in the library's own kernels, which have none.
+#define TRACE_BLOCKS 64
+#define TRACE_SLOTS 10
+__device__ unsigned long long lib_trace_blocks[RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_SLOTS];
+__device__ void lib_trace_val(int rank, uint32_t call, int slot, unsigned long long v) {
+  if (threadIdx.x == 0 && blockIdx.x < TRACE_BLOCKS)
+    lib_trace_blocks[((rank * TRACE_CALLS + call % TRACE_CALLS) * TRACE_BLOCKS + blockIdx.x) * TRACE_SLOTS + slot] = v;
+}
 __device__ void lib_trace_stamp(int rank, uint32_t call, int stage) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  if (threadIdx.x != 0) return;
+  lib_trace_val(rank, call, stage, rcclx_wall_ns());
+  if (blockIdx.x != 0 || stage > 4) return;
   trace_rec* r = &lib_trace[rank * TRACE_CALLS + call % TRACE_CALLS];
   if (stage == 0) r->start_ns = rcclx_wall_ns();
   r->cyc[stage] = clock64();
 }
-__global__ void lib_trace_read(trace_rec* out) {
+__global__ void lib_trace_read(trace_rec* out, unsigned long long* blocks) {
   for (int i = threadIdx.x; i < RCCLX_MAX_RANKS * TRACE_CALLS; i += blockDim.x) out[i] = lib_trace[i];
+  for (int i = threadIdx.x; i < RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_SLOTS; i += blockDim.x)
+    blocks[i] = lib_trace_blocks[i];
 }
 
 __global__ void empty_kernel() {}
@@ -101,6 +122,9 @@ int main(int argc, char** argv) {
     std::vector<void*> in(N), out(N);  // 64 KiB: the largest row
     trace_rec* trace = nullptr;  // lib_trace read back
     CK(hipMalloc(&trace, sizeof(trace_rec) * RCCLX_MAX_RANKS * TRACE_CALLS));
+    const size_t nblk_stamps = (size_t)RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_SLOTS;
+    unsigned long long* trace_blocks = nullptr;  // lib_trace_blocks read back
+    CK(hipMalloc(&trace_blocks, sizeof(unsigned long long) * nblk_stamps));
     for (int r = 0; r < N; ++r) {
       CK(hipMalloc(&in[r], max_bytes));
       CK(hipMalloc(&out[r], max_bytes));
@@ -231,10 +255,75 @@ int main(int argc, char** argv) {
         }, TRACE_CALLS, mode == 3);
         CK(hipStreamSynchronize(ts.stream[0]));
         CK(hipGraphExecDestroy(ge));
-        lib_trace_read<<<1, 256, 0, ts.stream[0]>>>(trace);
+        lib_trace_read<<<1, 256, 0, ts.stream[0]>>>(trace, trace_blocks);
         CK(hipGetLastError());
         std::vector<trace_rec> t(RCCLX_MAX_RANKS * TRACE_CALLS);
         CK(hipMemcpy(t.data(), trace, sizeof(trace_rec) * t.size(), hipMemcpyDeviceToHost));
+        std::vector<unsigned long long> tb(nblk_stamps);
+        CK(hipMemcpy(tb.data(), trace_blocks, sizeof(unsigned long long) * nblk_stamps, hipMemcpyDeviceToHost));
+        // Every block (global timer): the block that finished last (stage 4,
+        // which decides when the join can fire) and what held it.
+        {
+          const int G = algo == RCCLX_ALGO_LL ? rcclx_ll_blocks(bytes, ts.comm[0].view.nblocks, ts.comm[0].view.nthreads)
+                                              : ts.comm[0].view.nblocks;
+          const int GB = G < TRACE_BLOCKS ? G : TRACE_BLOCKS;
+          auto at = [&](int r, int k, int b, int st) {
+            return (long long)tb[((r * TRACE_CALLS + k) * TRACE_BLOCKS + b) * TRACE_SLOTS + st];
+          };
+          std::vector<double> m[9], fine[5];
+          for (int k = 1; k < TRACE_CALLS - 1; ++k) {
+            long long lo = LLONG_MAX, last_start = 0;
+            int cr = 0, cb = 0;
+            double spread_in_rank = 0;
+            for (int r = 0; r < N; ++r) {
+              long long bl = LLONG_MAX, bh = 0;
+              for (int b = 0; b < GB; ++b) {
+                lo = std::min(lo, at(r, k, b, 0));
+                last_start = std::max(last_start, at(r, k, b, 0));
+                bl = std::min(bl, at(r, k, b, 0));
+                bh = std::max(bh, at(r, k, b, 0));
+                if (at(r, k, b, 4) > at(cr, k, cb, 4)) { cr = r; cb = b; }
+              }
+              spread_in_rank = std::max(spread_in_rank, (bh - bl) / 1e3);
+            }
+            long long peer_out = 0;  // the last peer block cb's data out
+            for (int r = 0; r < N; ++r)
+              if (r != cr) peer_out = std::max(peer_out, at(r, k, cb, 1));
+            const double v[9] = {(at(cr, k, cb, 4) - lo) / 1e3,       (last_start - lo) / 1e3,
+                                 spread_in_rank,                      (at(cr, k, cb, 0) - lo) / 1e3,
+                                 (at(cr, k, cb, 1) - at(cr, k, cb, 0)) / 1e3,
+                                 (at(cr, k, cb, 2) - at(cr, k, cb, 1)) / 1e3,
+                                 (at(cr, k, cb, 4) - at(cr, k, cb, 2)) / 1e3,
+                                 (peer_out - at(cr, k, cb, 1)) / 1e3, (at(cr, k, cb, 2) - peer_out) / 1e3};
+            for (int i = 0; i < 9; ++i) m[i].push_back(v[i]);
+            if (at(cr, k, cb, 5)) {  // a probe build's finer stamps
+              const double f[5] = {(at(cr, k, cb, 5) - at(cr, k, cb, 1)) / 1e3, (at(cr, k, cb, 6) - at(cr, k, cb, 5)) / 1e3,
+                                   (at(cr, k, cb, 7) - at(cr, k, cb, 6)) / 1e3, (at(cr, k, cb, 2) - at(cr, k, cb, 7)) / 1e3,
+                                   (double)at(cr, k, cb, 9)};
+              for (int i = 0; i < 5; ++i) fine[i].push_back(f[i]);
+              // the first starter's block 0 too (its data is late: polls)
+            }
+          }
+          if (!fine[0].empty())
+            printf("  probe stamps of the block done last: barrier %.2f | first poll back %.2f | until all arrived %.2f"
+                   " (polls %.0f) | reduce + store %.2f\n",
+                   bench_median(fine[0]), bench_median(fine[1]), bench_median(fine[2]), bench_median(fine[4]),
+                   bench_median(fine[3]));
+          const char* m_name = mode == 1 ? "PDL" : mode == 2 ? "early" : "fork/join";
+          const char* what[] = {"blk_span",      "blk_last_start", "blk_rank_spread", "blk_crit_start", "blk_crit_out",
+                                "blk_crit_peers", "blk_crit_tail",  "blk_peer_out_after", "blk_peers_after_peer_out"};
+          double med[9];
+          for (int i = 0; i < 9; ++i) med[i] = bench_median(m[i]);
+          printf("blocks N=%d %s %s 16 KiB, %d blocks per rank (global timer, us from the first block's start):\n"
+                 "  last block done %.2f | last block start %.2f | widest start spread in a rank %.2f |"
+                 " the block done last: start %.2f out %.2f peers %.2f tail %.2f; its peers' last out %+.2f after its"
+                 " own, its data in %.2f after that\n",
+                 N, rcclx_algo_name(algo), m_name, G, med[0], med[1], med[2], med[3], med[4], med[5], med[6], med[7],
+                 med[8]);
+          for (int i = 0; i < 9; ++i)
+            fprintf(csv, "%d,trace_%s_%s,%d,%zu,%.3f,%.3f,\n", N, rcclx_algo_name(algo), what[i], mode, bytes, med[i],
+                    floor);
+        }
         const double us_per_cyc = 1e3 / clock_khz;
         std::vector<double> spread, period, first_wait, d[4];
         for (int k = 1; k < TRACE_CALLS - 1; ++k) {
@@ -270,6 +359,7 @@ int main(int argc, char** argv) {
       (void)hipFree(out[r]);
     }
     (void)hipFree(trace);
+    (void)hipFree(trace_blocks);
   }
   fclose(csv);
   return 0;

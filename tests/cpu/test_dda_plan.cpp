@@ -84,6 +84,29 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
         if (g < 1 || g > nb || (g < nb && (size_t)g * per < lines) || (size_t)(g - 1) * per >= lines)
           FAIL("rcclx_ll_blocks(" << bytes << ", " << nb << ", " << nt << ") = " << g);
       }
+  // The LL block: the warps that hold lines and one header warp, at most
+  // nthreads.  With warp-sized runs of lines dealt to the g blocks in turn
+  // (rcclx_grid_first_vector), a block below nthreads holds every line of
+  // the message at its first pass, none in its last warp, some in the warp
+  // before (or it is one warp of lines and the header warp).
+  CHECK(rcclx_ll_threads((size_t)16 << 10, 16, 512, 32) == 160);
+  CHECK(rcclx_ll_threads((size_t)16 << 10, 16, 512, 64) == 192);
+  CHECK(rcclx_ll_threads(1024, 1, 512, 32) == 160);
+  CHECK(rcclx_ll_threads(20, 1, 512, 32) == 64);
+  CHECK(rcclx_ll_threads(20, 1, 512, 64) == 128);
+  CHECK(rcclx_ll_threads((size_t)64 << 10, 32, 512, 32) == 288);
+  CHECK(rcclx_ll_threads((size_t)64 << 10, 8, 512, 32) == 512);
+  CHECK(rcclx_ll_threads(1, 1, 64, 64) == 64);
+  for (int W : {32, 64})
+    for (int nt = 64; nt <= RCCLX_MAX_THREADS; nt += 64)
+      for (int nb : {1, 7, 16, 64})
+        for (size_t bytes = 1; bytes <= RCCLX_LL_MAX_BYTES; bytes += 4093) {
+          const int g = rcclx_ll_blocks(bytes, nb, nt), t = rcclx_ll_threads(bytes, g, nt, W);
+          const size_t lines = (bytes + 7) / 8, last = lines - 1, warp = last / (size_t)W / (size_t)g;
+          if (t < W || t > nt || t % W) FAIL("rcclx_ll_threads(" << bytes << ", " << g << ", " << nt << ") = " << t);
+          if (t < nt && (warp != (size_t)(t / W - 2) || last >= (size_t)g * (size_t)t))
+            FAIL("LL line " << last << " of " << bytes << " bytes on " << g << " blocks of " << t);
+        }
   // Fingerprints are never 0 (none) or all-ones.
   for (uint64_t i = 0; i < 100000; ++i) {
     const uint32_t f = rcclx_call_signature(i, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_LL, 0);

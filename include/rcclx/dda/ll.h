@@ -32,8 +32,9 @@
  *      send) and round once: the flat kernel's bits, NaN payloads included
  *      (every bit pattern travels as it is).
  * The grid is sized by the message (rcclx_ll_blocks in rcclx/dda/plan.h:
- * g blocks, 1 <= g <= c.nblocks), the same on every rank that passes the
- * same count.  Lines are dealt to threads by the mapping of every DDA
+ * g blocks, 1 <= g <= c.nblocks; rcclx_ll_threads: blocks of the warps that
+ * hold lines and one header warp, at most c.nthreads), the same on every
+ * rank that passes the same count.  Lines are dealt to threads by the mapping of every DDA
  * kernel (rcclx_grid_first_vector over g blocks, counted in lines), so
  * block b reads only what block b of each peer wrote.  The state is kept
  * per block slot, and every call advances all c.nblocks slots alike,
@@ -349,10 +350,11 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     }
     if (bad) break;
     /* Rank order 0..nranks-1 in fp32, rounded once: the flat kernel's bits.
-     * This rank's own part from send again (this thread read it in step 1:
-     * a cache hit). */
-    uint32_t own[2], d[2 * NMAX], r[2];
-    rcclx_ll_load_clipped(send, L, n, own);
+     * This rank's own part: the first line from the registers its write
+     * used (reading send again put a load after the polls, on the call's
+     * path: bench/RESULTS.md runs 58-59), later ones from send. */
+    uint32_t own[2] = {first[0], first[1]}, d[2 * NMAX], r[2];
+    if (L != L0) rcclx_ll_load_clipped(send, L, n, own);
     RCCLX_UNROLL
     for (int q = 0; q < NMAX; ++q) {
       d[2 * q] = q == c.rank ? own[0] : (uint32_t)x[q][0];

@@ -63,6 +63,21 @@ RCCLX_HOST_DEVICE int rcclx_ll_blocks(size_t bytes, int nblocks, int nthreads) {
   return g < 1 ? 1 : g > (size_t)nblocks ? nblocks : (int)g;
 }
 
+/* Threads of each block of an LL launch of `bytes` bytes per rank on g
+ * blocks (rcclx_ll_blocks) of a communicator grid of nthreads threads per
+ * block, with warps of `warp` lanes: the warps that hold lines (the line
+ * mapping deals warp-sized runs of lines to the g blocks in turn,
+ * rcclx_grid_first_vector) and one more, whose lanes check the peers'
+ * headers (rcclx/dda/ll.h); at most nthreads (then the last warp may hold
+ * lines too, as before).  A block of the full nthreads would launch and
+ * retire warps that only wait at its barrier. */
+RCCLX_HOST_DEVICE int rcclx_ll_threads(size_t bytes, int g, int nthreads, int warp) {
+  const size_t lines = bytes ? (bytes + 7) / 8 : 1;
+  const size_t line_warps = (lines - 1) / (size_t)warp / (size_t)g + 1;
+  const size_t t = (line_warps + 1) * (size_t)warp;
+  return t < (size_t)nthreads ? (int)t : nthreads;
+}
+
 /* Default size (bytes of one rank's message) from which a view with
  * RCCLX_VIEW_DIRECT runs AUTO as the two-shot reading the user's buffers
  * (rcclx_dda_resolve); RCCLX_DIRECT_MIN_BYTES overrides.  Below it the
