@@ -144,29 +144,6 @@ RCCLX_DEVICE void rcclx_ll_store_clipped(T* p, size_t L, size_t n, const uint32_
     if (L * E + i < n) p[L * E + i] = e[i];
 }
 
-/* The 8 data bytes of every rank (d[2q], d[2q+1], q < nranks) reduced in
- * rank order 0..nranks-1 in fp32 and rounded once into r[0], r[1]: the
- * flat kernel's arithmetic. */
-template <typename T, int OP, int NMAX>
-RCCLX_DEVICE void rcclx_ll_accumulate(const uint32_t* d, int nranks, uint32_t* r) {
-  const int E = 8 / (int)sizeof(T);
-  T e[8 / sizeof(T)];
-  float acc[8 / sizeof(T)];
-  memcpy(e, &d[0], 8);
-  RCCLX_UNROLL
-  for (int i = 0; i < E; ++i) acc[i] = rcclx_to_f32(e[i]);
-  RCCLX_UNROLL
-  for (int q = 1; q < NMAX; ++q)
-    if (q < nranks) {
-      memcpy(e, &d[2 * q], 8);
-      RCCLX_UNROLL
-      for (int i = 0; i < E; ++i) acc[i] = rcclx_reduce_f32<OP>(acc[i], rcclx_to_f32(e[i]));
-    }
-  RCCLX_UNROLL
-  for (int i = 0; i < E; ++i) e[i] = rcclx_from_f32<T>(acc[i]);
-  memcpy(r, e, 8);
-}
-
 /* Block b's header from `src` in buffer `buf`: until src's block b wrote it
  * for this call, it carries another tag.  Once it has (*pending cleared) and
  * its fingerprint differs from sig, records RCCLX_ERR_RANK_MISMATCH, raises
@@ -311,6 +288,9 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * kernel be scheduled (rcclx_dda_peers_committed), so its launch overlaps
    * the data polls instead of following them. */
   int bad = 0;
+  /* One watchdog state per thread for all its waits of the call (a header
+   * lane's header wait, then its lines' when its warp holds lines): the
+   * watchdog bounds the thread's whole wait for its peers. */
   uint32_t spins = 0, hdr_polls = 0;
   uint64_t t0 = 0;
   {
@@ -353,15 +333,20 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
      * This rank's own part: the first line from the registers its write
      * used (reading send again put a load after the polls, on the call's
      * path: bench/RESULTS.md runs 58-59), later ones from send. */
-    uint32_t own[2] = {first[0], first[1]}, d[2 * NMAX], r[2];
+    uint32_t own[2] = {first[0], first[1]};
     if (L != L0) rcclx_ll_load_clipped(send, L, n, own);
+    /* Each rank's 8 bytes as the low half of a 16-byte vector, for the
+     * summation every DDA path shares (rcclx_dda_accumulate); the zero
+     * upper half and its result are dead code to the compiler. */
+    rcclx_vec16 v[NMAX];
     RCCLX_UNROLL
     for (int q = 0; q < NMAX; ++q) {
-      d[2 * q] = q == c.rank ? own[0] : (uint32_t)x[q][0];
-      d[2 * q + 1] = q == c.rank ? own[1] : (uint32_t)x[q][1];
+      v[q].w[0] = q == c.rank ? own[0] : (uint32_t)x[q][0];
+      v[q].w[1] = q == c.rank ? own[1] : (uint32_t)x[q][1];
+      v[q].w[2] = v[q].w[3] = 0u;
     }
-    rcclx_ll_accumulate<T, OP, NMAX>(d, c.nranks, r);
-    rcclx_ll_store_clipped(recv, L, n, r);
+    const rcclx_vec16 sum = rcclx_dda_accumulate<T, OP, NMAX>(v, c.nranks);
+    rcclx_ll_store_clipped(recv, L, n, sum.w);
   }
   RCCLX_TRACE(c, k, 2);
   if (__syncthreads_or(bad)) return;
