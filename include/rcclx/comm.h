@@ -26,9 +26,9 @@
  * as many of their threads, as its message needs, and advances the state
  * of the others' block slots too: rcclx/dda/ll.h), and 16-byte vector v of
  * a message is handled by the same thread of the same block in every phase
- * of a call and on every rank
- * (rcclx_grid_first_vector in rcclx/dda/flat.h: warp-sized runs of vectors
- * dealt to the blocks in turn, so small messages reach every block).  So
+ * of a call and on every rank (rcclx_grid_first_vector in rcclx/dda/flat.h:
+ * warp-sized runs of vectors dealt to the blocks in turn, so small messages
+ * reach every block).  So
  * within a call block b of one rank only shares memory with block b of its
  * peers, and a barrier between same-index blocks (rcclx/signal.h) orders
  * everything the call needs.  Across calls the kernel boundary does: a

@@ -46,8 +46,7 @@
 
 /* One DDA kernel launch on the communicator's fixed grid (LL: as many of
  * its blocks as the message needs, rcclx_ll_blocks, of rcclx_ll_threads
- * threads); pdl: see
- * rcclx_config.pdl.  Returns the launch's error. */
+ * threads); pdl: see rcclx_config.pdl.  Returns the launch's error. */
 template <typename T, int OP, int NMAX>
 RCCLX_HOST hipError_t rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, const void* send, void* recv,
                                         size_t n, uint32_t sig, int src, int pdl, hipStream_t s) {

@@ -28,18 +28,18 @@
  *   4. beside those header polls, the threads with lines poll each
  *      peer's buffer k & 1 for the same lines until both words of each
  *      carry tag(k) (all peers' loads in flight together), then reduce in
- *      rank order 0..nranks-1 in fp32 (their own contribution read from
- *      send) and round once: the flat kernel's bits, NaN payloads included
- *      (every bit pattern travels as it is).
- * The grid is sized by the message (rcclx_ll_blocks in rcclx/dda/plan.h:
- * g blocks, 1 <= g <= c.nblocks; rcclx_ll_threads: blocks of the warps that
+ *      rank order 0..nranks-1 in fp32 (their own contribution: the line
+ *      they wrote) and round once: the flat kernel's bits, NaN payloads
+ *      included (every bit pattern travels as it is).
+ * The grid is sized by the message (rcclx_ll_blocks in rcclx/dda/plan.h: g
+ * blocks, 1 <= g <= c.nblocks; rcclx_ll_threads: blocks of the warps that
  * hold lines and one header warp, at most c.nthreads), the same on every
- * rank that passes the same count.  Lines are dealt to threads by the mapping of every DDA
- * kernel (rcclx_grid_first_vector over g blocks, counted in lines), so
- * block b reads only what block b of each peer wrote.  The state is kept
- * per block slot, and every call advances all c.nblocks slots alike,
- * whatever its grid: block b stands for slots b, b + g, b + 2g, ...
- * (thread t of the block takes b + t * g, then every blockDim.x * g
+ * rank that passes the same count.  Lines are dealt to threads by the
+ * mapping of every DDA kernel (rcclx_grid_first_vector over g blocks,
+ * counted in lines), so block b reads only what block b of each peer wrote.
+ * The state is kept per block slot, and every call advances all c.nblocks
+ * slots alike, whatever its grid: block b stands for slots b, b + g, b + 2g,
+ * ... (thread t of the block takes b + t * g, then every blockDim.x * g
  * further): it writes their header words and call counts.
  * So every slot holds the same count, and the words of a buffer carry one
  * tag per call, whichever block wrote them.
