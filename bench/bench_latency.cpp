@@ -18,33 +18,27 @@
 #define TRACE_CALLS 64
 __device__ void lib_trace_stamp(int rank, uint32_t call, int stage);
 #define RCCLX_TRACE(c, call, stage) lib_trace_stamp((c).rank, (call), (stage))
-__device__ void lib_trace_val(int rank, uint32_t call, int slot, unsigned long long v);
-#define RCCLX_TRACE_VAL(c, call, slot, v) lib_trace_val((c).rank, (call), (slot), (v))
 #include "timing.h"
 
 typedef rcclx_bf16 bf;
 
 // Every block's thread 0: the global timer (one clock for all SMs) at
-// stages 0..4, per rank, call and block (blocks past TRACE_BLOCKS untraced).
-// Slots 5..9: finer stamps of a probe build whose patched LL kernel adds
-// them (bench/RESULTS.md run 58: 5 after the block's barrier, 6 the first
-// poll back, 7 every peer's line in, 9 the number of polls, through
-// RCCLX_TRACE_VAL); 0 in the library's own kernels, which have none.
+// stages 0..4 (rcclx/trace.h), per rank, call and block (blocks past
+// TRACE_BLOCKS untraced).
 #define TRACE_BLOCKS 64
-#define TRACE_SLOTS 10
-__device__ unsigned long long lib_trace_blocks[RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_SLOTS];
-__device__ void lib_trace_val(int rank, uint32_t call, int slot, unsigned long long v) {
-  if (threadIdx.x == 0 && blockIdx.x < TRACE_BLOCKS)
-    lib_trace_blocks[((rank * TRACE_CALLS + call % TRACE_CALLS) * TRACE_BLOCKS + blockIdx.x) * TRACE_SLOTS + slot] = v;
-}
+#define TRACE_STAGES 5
+__device__ unsigned long long lib_trace_blocks[RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_STAGES];
 // (Every thread reads the timer and thread 0 stores it: with the read
 // under thread 0's branch, or the hook not inlined, the flat kernel's bf16
 // instance spills here, which CI's nvcc build rejects.)
 __device__ void lib_trace_stamp(int rank, uint32_t call, int stage) {
-  lib_trace_val(rank, call, stage, rcclx_wall_ns());
+  const unsigned long long now = rcclx_wall_ns();
+  if (threadIdx.x == 0 && blockIdx.x < TRACE_BLOCKS)
+    lib_trace_blocks[((rank * TRACE_CALLS + call % TRACE_CALLS) * TRACE_BLOCKS + blockIdx.x) * TRACE_STAGES + stage] =
+        now;
 }
 __global__ void lib_trace_read(unsigned long long* blocks) {
-  for (int i = threadIdx.x; i < RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_SLOTS; i += blockDim.x)
+  for (int i = threadIdx.x; i < RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_STAGES; i += blockDim.x)
     blocks[i] = lib_trace_blocks[i];
 }
 
@@ -111,7 +105,7 @@ int main(int argc, char** argv) {
     printf("(N=%d: grid %d blocks; with RCCLX_PDL_EARLY %d, early launch %s)\n", N, on.comm[0].view.nblocks,
            early.comm[0].view.nblocks, early.comm[0].view.flags & RCCLX_VIEW_LAUNCH_EARLY ? "on" : "NOT applied");
     std::vector<void*> in(N), out(N);  // 64 KiB: the largest row
-    const size_t nblk_stamps = (size_t)RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_SLOTS;
+    const size_t nblk_stamps = (size_t)RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_STAGES;
     unsigned long long* trace_blocks = nullptr;  // lib_trace_blocks read back
     CK(hipMalloc(&trace_blocks, sizeof(unsigned long long) * nblk_stamps));
     for (int r = 0; r < N; ++r) {
@@ -249,7 +243,7 @@ int main(int argc, char** argv) {
         std::vector<unsigned long long> tb(nblk_stamps);
         CK(hipMemcpy(tb.data(), trace_blocks, sizeof(unsigned long long) * nblk_stamps, hipMemcpyDeviceToHost));
         auto at = [&](int r, int k, int b, int st) {
-          return (long long)tb[((r * TRACE_CALLS + k) * TRACE_BLOCKS + b) * TRACE_SLOTS + st];
+          return (long long)tb[((r * TRACE_CALLS + k) * TRACE_BLOCKS + b) * TRACE_STAGES + st];
         };
         // Every block (global timer): the block that finished last (stage 4,
         // which decides when the join can fire) and what held it.
@@ -257,7 +251,7 @@ int main(int argc, char** argv) {
           const int G = algo == RCCLX_ALGO_LL ? rcclx_ll_blocks(bytes, ts.comm[0].view.nblocks, ts.comm[0].view.nthreads)
                                               : ts.comm[0].view.nblocks;
           const int GB = G < TRACE_BLOCKS ? G : TRACE_BLOCKS;
-          std::vector<double> m[9], fine[5];
+          std::vector<double> m[9];
           for (int k = 1; k < TRACE_CALLS - 1; ++k) {
             long long lo = LLONG_MAX, last_start = 0;
             int cr = 0, cb = 0;
@@ -283,19 +277,7 @@ int main(int argc, char** argv) {
                                  (at(cr, k, cb, 4) - at(cr, k, cb, 2)) / 1e3,
                                  (peer_out - at(cr, k, cb, 1)) / 1e3, (at(cr, k, cb, 2) - peer_out) / 1e3};
             for (int i = 0; i < 9; ++i) m[i].push_back(v[i]);
-            if (at(cr, k, cb, 5)) {  // a probe build's finer stamps
-              const double f[5] = {(at(cr, k, cb, 5) - at(cr, k, cb, 1)) / 1e3, (at(cr, k, cb, 6) - at(cr, k, cb, 5)) / 1e3,
-                                   (at(cr, k, cb, 7) - at(cr, k, cb, 6)) / 1e3, (at(cr, k, cb, 2) - at(cr, k, cb, 7)) / 1e3,
-                                   (double)at(cr, k, cb, 9)};
-              for (int i = 0; i < 5; ++i) fine[i].push_back(f[i]);
-              // the first starter's block 0 too (its data is late: polls)
-            }
           }
-          if (!fine[0].empty())
-            printf("  probe stamps of the block done last: barrier %.2f | first poll back %.2f | until all arrived %.2f"
-                   " (polls %.0f) | reduce + store %.2f\n",
-                   bench_median(fine[0]), bench_median(fine[1]), bench_median(fine[2]), bench_median(fine[4]),
-                   bench_median(fine[3]));
           const char* m_name = mode == 1 ? "PDL" : mode == 2 ? "early" : "fork/join";
           const char* what[] = {"blk_span",      "blk_last_start", "blk_rank_spread", "blk_crit_start", "blk_crit_out",
                                 "blk_crit_peers", "blk_crit_tail",  "blk_peer_out_after", "blk_peers_after_peer_out"};
