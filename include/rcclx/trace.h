@@ -6,9 +6,9 @@
  *   1  this rank's data is out (flat / tree: staged; LL: its lines written)
  *   2  the peers' data is here (the first barrier passed; LL: this
  *      thread's vectors polled and reduced)
- *   3  the block's results are written (LL: every thread's polls and
- *      headers done)
- *   4  the call is closed
+ *   3  the block's results are written (LL, which closes no call
+ *      block-wide: this thread's polls and headers done)
+ *   4  the call is closed (LL: where 3 is)
  * c is the rank's view, call the block slot's call count.  A program that
  * defines RCCLX_TRACE before including any rcclx header gets the calls; its
  * hook may only read its arguments and write memory no collective reads.

@@ -349,9 +349,13 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     rcclx_ll_store_clipped(recv, L, n, sum.w);
   }
   RCCLX_TRACE(c, k, 2);
-  if (__syncthreads_or(bad)) return;
+  /* No closing vote or trigger: each thread leaves once its own polls are
+   * done.  A block that exits counts as having let the stream's next kernel
+   * go, and on the normal path its header lane already did (step 3); a
+   * block-wide vote here only kept every warp until the slowest one
+   * (bench/RESULTS.md, runs 67-69).  A thread that stopped on a timeout or a
+   * mismatch leaves its lines unwritten; the error is recorded. */
   RCCLX_TRACE(c, k, 3);
-  rcclx_dda_done_waiting();
   RCCLX_TRACE(c, k, 4);
 }
 
