@@ -455,6 +455,18 @@ static uint32_t ll_calls_of(rank_set& rs, int r, int b) {
   GPU_REQUIRE(hipMemcpy(&v, &rs.comm[r].view.sigs[r]->slot[b].ll_calls, 4, hipMemcpyDeviceToHost));
   return v;
 }
+// Every block slot of every rank records buffer 0's last re-tagging at
+// call c0 and buffer 1's at c1 (ll_cleaned).
+static void check_ll_cleaned(rank_set& rs, uint32_t c0, uint32_t c1) {
+  for (int r = 0; r < rs.n; ++r)
+    for (int b = 0; b < rs.comm[r].view.nblocks; ++b) {
+      uint32_t v[2] = {0, 0};
+      GPU_REQUIRE(hipMemcpy(v, &rs.comm[r].view.sigs[r]->slot[b].ll_cleaned[0], 8, hipMemcpyDeviceToHost));
+      INFO("rank " << r << " slot " << b);
+      CHECK(v[0] == c0);
+      CHECK(v[1] == c1);
+    }
+}
 __global__ void delay_kernel(long long cycles) {
   const long long t = clock64();
   while (clock64() - t < cycles) {
@@ -492,6 +504,7 @@ TEST_CASE("dda allreduce: LL re-tagging and the wrap of its call count", "[gpu][
   set_ll_counters(rs, 0u, 0u - RCCLX_LL_RETAG_CALLS, 1u);
   run(big, true);
   CHECK(ll_calls_of(rs, 0, 0) == 1u);
+  check_ll_cleaned(rs, 0u, 1u);  // buffer 0 re-tagged by call 0, buffer 1 untouched
   // B: both buffers due, 6 calls before the wrap; 12 calls of changing sizes.
   const uint32_t k0 = 0u - 6u;
   set_ll_counters(rs, k0, k0 - RCCLX_LL_RETAG_CALLS, k0 + 1u - RCCLX_LL_RETAG_CALLS);
@@ -504,6 +517,8 @@ TEST_CASE("dda allreduce: LL re-tagging and the wrap of its call count", "[gpu][
       INFO("rank " << r << " slot " << b);
       CHECK(ll_calls_of(rs, r, b) == k0 + 12u);
     }
+  // Each buffer re-tagged once, by its first call (k0, k0 + 1), not again.
+  check_ll_cleaned(rs, k0, k0 + 1u);
   for (int r = 0; r < N; ++r) {
     unsigned long long e = 1;
     GPU_REQUIRE(hipMemcpy(&e, vb.err[r], 8, hipMemcpyDeviceToHost));

@@ -191,20 +191,27 @@ RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf,
   return 1;
 }
 
-/* The re-tagging of buffer `buf` (see above): the header words of the
- * block's slots and every data line the mapping gives it, over the whole
- * buffer, rewritten with `tag`; then one barrier on the slot (checking the
- * call fingerprint), so that no peer polls before the rewrite is visible.
- * Every thread of the block calls it.  Returns the barrier's result. */
-RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t tag, uint32_t sig) {
+/* The re-tagging of buffer `buf` by call k (see above): the header words
+ * of the block's slots and every data line the mapping gives it, over the
+ * whole buffer, rewritten with tag(k - 2) = k - 1; then one barrier on the
+ * slot (checking the call fingerprint), so that no peer polls before the
+ * rewrite is visible; once it is passed, the slots record k as the
+ * buffer's last re-tagging (ll_cleaned, read by later calls of this rank
+ * only).  Every thread of the block calls it.  Returns the barrier's
+ * result. */
+RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t k, uint32_t sig) {
   const int g = (int)gridDim.x, nt = (int)blockDim.x;
   const size_t stride = (size_t)g * nt, nlines = RCCLX_LL_MAX_BYTES / 8;
-  const uint32_t zero[2] = {0u, 0u};
+  const uint32_t zero[2] = {0u, 0u}, tag = k - 1u;
   for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
     rcclx_ll_st(c, rcclx_ll_header(c, c.rank, buf, s), 0u, tag);
   for (size_t L = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, g); L < nlines; L += stride)
     rcclx_ll_st_line(c, rcclx_ll_line(c, c.rank, buf, L), zero, tag);
-  return rcclx_barrier_block(c, (int)blockIdx.x, sig);
+  const int r = rcclx_barrier_block(c, (int)blockIdx.x, sig);
+  if (r == RCCLX_BARRIER_OK)
+    for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
+      c.sigs[c.rank]->slot[s].ll_cleaned[buf] = k;
+  return r;
 }
 
 #define RCCLX_LL_TIMEOUT 1
@@ -252,10 +259,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     headers_seen = 0;
   }
   RCCLX_TRACE(c, k, 0);
-  if (k - cleaned >= RCCLX_LL_RETAG_CALLS) {
-    if (rcclx_ll_retag(c, buf, k - 1u, sig) != RCCLX_BARRIER_OK) return;
-    for (int s = b + tid * g; s < c.nblocks; s += slot_step) me->slot[s].ll_cleaned[buf] = k;
-  }
+  if (k - cleaned >= RCCLX_LL_RETAG_CALLS && rcclx_ll_retag(c, buf, k, sig) != RCCLX_BARRIER_OK) return;
 
   /* 1. The headers of the block's slots, then its lines, into my own
    * buffer k & 1. */
