@@ -105,8 +105,12 @@ RCCLX_DEVICE void rcclx_ll_st_line(const rcclx_dev_comm& c, uint64_t* p, const u
   if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
   else rcclx_st_relaxed_sys_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
 }
-RCCLX_DEVICE void rcclx_ll_ld_line(const rcclx_dev_comm& c, const uint64_t* p, uint64_t* x) {
-  if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_ld_relaxed_dev_u64x2(p, &x[0], &x[1]);
+/* The load of a line of data words at byte offset `off` of rank buffer
+ * `base`, at the scope the view's flags give (one_device: c.flags has
+ * RCCLX_VIEW_ONE_DEVICE, read once by the caller), into x[0], x[1]. */
+RCCLX_DEVICE void rcclx_ll_poll_line(int one_device, const void* base, size_t off, uint64_t* x) {
+  const uint64_t* p = (const uint64_t*)((const char*)base + off);
+  if (one_device) rcclx_ld_relaxed_dev_u64x2(p, &x[0], &x[1]);
   else rcclx_ld_relaxed_sys_u64x2(p, &x[0], &x[1]);
 }
 /* Whether both words of a line carry `tag`. */
@@ -312,25 +316,33 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
 
   /* 4.  Every source's line is loaded at once and the ones not yet arrived
    * are re-polled together, so a call costs one round trip once the data
-   * is there. */
+   * is there.  What the poll addresses need from the view is read once,
+   * here: line 0's byte offset in every rank's buffer k & 1, the scope,
+   * the ranks.  (Read at each poll, as the loads' memory clobbers made the
+   * compiler do, it cost a dependent parameter read per peer: issuing the
+   * first batch took longer than its round trip at 8 ranks,
+   * bench/RESULTS.md runs 73-74.) */
+  const size_t line0 = (size_t)RCCLX_NUM_REGIONS * c.region_bytes + (size_t)buf * RCCLX_LL_BUFFER_BYTES +
+                       RCCLX_LL_HEADER_BYTES;
+  const int one_device = (c.flags & RCCLX_VIEW_ONE_DEVICE) != 0, rank = c.rank, nranks = c.nranks;
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
+    const size_t off = line0 + 16 * (size_t)L;
     uint64_t x[NMAX][2];
     RCCLX_UNROLL
     for (int q = 0; q < NMAX; ++q)
-      if (q < c.nranks && q != c.rank) rcclx_ll_ld_line(c, rcclx_ll_line(c, q, buf, L), x[q]);
+      if (q < nranks && q != rank) rcclx_ll_poll_line(one_device, c.bufs[q], off, x[q]);
     for (;;) {
       int waiting_on = -1;
       RCCLX_UNROLL
       for (int q = NMAX - 1; q >= 0; --q)
-        if (q < c.nranks && q != c.rank && !rcclx_ll_arrived(x[q], tag)) waiting_on = q;
+        if (q < nranks && q != rank && !rcclx_ll_arrived(x[q], tag)) waiting_on = q;
       if (waiting_on < 0) break;
       if (*(volatile int*)&mismatch_seen) bad = RCCLX_LL_ABORTED;
       else if (rcclx_watchdog_expired(c, &spins, &t0, b, waiting_on, k)) bad = RCCLX_LL_TIMEOUT;
       if (bad) break;
       RCCLX_UNROLL
       for (int q = 0; q < NMAX; ++q)
-        if (q < c.nranks && q != c.rank && !rcclx_ll_arrived(x[q], tag))
-          rcclx_ll_ld_line(c, rcclx_ll_line(c, q, buf, L), x[q]);
+        if (q < nranks && q != rank && !rcclx_ll_arrived(x[q], tag)) rcclx_ll_poll_line(one_device, c.bufs[q], off, x[q]);
     }
     if (bad) break;
     /* Rank order 0..nranks-1 in fp32, rounded once: the flat kernel's bits.
@@ -345,8 +357,8 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     rcclx_vec16 v[NMAX];
     RCCLX_UNROLL
     for (int q = 0; q < NMAX; ++q) {
-      v[q].w[0] = q == c.rank ? own[0] : (uint32_t)x[q][0];
-      v[q].w[1] = q == c.rank ? own[1] : (uint32_t)x[q][1];
+      v[q].w[0] = q == rank ? own[0] : (uint32_t)x[q][0];
+      v[q].w[1] = q == rank ? own[1] : (uint32_t)x[q][1];
       v[q].w[2] = v[q].w[3] = 0u;
     }
     const rcclx_vec16 sum = rcclx_dda_accumulate<T, OP, NMAX>(v, c.nranks);
