@@ -76,17 +76,27 @@
 /* Calls between two re-taggings of an LL buffer (see above). */
 #define RCCLX_LL_RETAG_CALLS (1u << 30)
 
-/* Rank `owner`'s LL buffer `buf` (0 or 1): header words, then data lines. */
+/* Byte offset of LL buffer `buf` (0 or 1) in every rank's buffer: header
+ * words, then data lines. */
+RCCLX_DEVICE size_t rcclx_ll_buffer_offset(const rcclx_dev_comm& c, uint32_t buf) {
+  return RCCLX_NUM_REGIONS * c.region_bytes + (size_t)buf * RCCLX_LL_BUFFER_BYTES;
+}
+/* Byte offset of data line L (two words: message bytes 8L..8L+7) of that
+ * buffer in every rank's buffer. */
+RCCLX_DEVICE size_t rcclx_ll_line_offset(const rcclx_dev_comm& c, uint32_t buf, size_t L) {
+  return rcclx_ll_buffer_offset(c, buf) + RCCLX_LL_HEADER_BYTES + 16 * L;
+}
+/* Rank `owner`'s LL buffer `buf`. */
 RCCLX_DEVICE uint64_t* rcclx_ll_buffer(const rcclx_dev_comm& c, int owner, uint32_t buf) {
-  return (uint64_t*)((char*)c.bufs[owner] + RCCLX_NUM_REGIONS * c.region_bytes + (size_t)buf * RCCLX_LL_BUFFER_BYTES);
+  return (uint64_t*)((char*)c.bufs[owner] + rcclx_ll_buffer_offset(c, buf));
 }
 /* Block b's header word in that buffer. */
 RCCLX_DEVICE uint64_t* rcclx_ll_header(const rcclx_dev_comm& c, int owner, uint32_t buf, int b) {
   return rcclx_ll_buffer(c, owner, buf) + (size_t)b * (RCCLX_LL_HEADER_STRIDE / 8);
 }
-/* Data line L (two words: message bytes 8L..8L+7) of that buffer. */
+/* Data line L of that buffer. */
 RCCLX_DEVICE uint64_t* rcclx_ll_line(const rcclx_dev_comm& c, int owner, uint32_t buf, size_t L) {
-  return rcclx_ll_buffer(c, owner, buf) + RCCLX_LL_HEADER_BYTES / 8 + 2 * L;
+  return (uint64_t*)((char*)c.bufs[owner] + rcclx_ll_line_offset(c, buf, L));
 }
 
 /* LL stores and loads at the view's scope (device scope when every rank is
@@ -105,9 +115,10 @@ RCCLX_DEVICE void rcclx_ll_st_line(const rcclx_dev_comm& c, uint64_t* p, const u
   if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
   else rcclx_st_relaxed_sys_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
 }
-/* The load of a line of data words at byte offset `off` of rank buffer
- * `base`, at the scope the view's flags give (one_device: c.flags has
- * RCCLX_VIEW_ONE_DEVICE, read once by the caller), into x[0], x[1]. */
+/* The load of a line of data words at byte offset `off`
+ * (rcclx_ll_line_offset) of rank buffer `base`, at the scope the view's
+ * flags give (one_device: c.flags has RCCLX_VIEW_ONE_DEVICE, read once by
+ * the caller), into x[0], x[1]. */
 RCCLX_DEVICE void rcclx_ll_poll_line(int one_device, const void* base, size_t off, uint64_t* x) {
   const uint64_t* p = (const uint64_t*)((const char*)base + off);
   if (one_device) rcclx_ld_relaxed_dev_u64x2(p, &x[0], &x[1]);
@@ -316,17 +327,15 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
 
   /* 4.  Every source's line is loaded at once and the ones not yet arrived
    * are re-polled together, so a call costs one round trip once the data
-   * is there.  What the poll addresses need from the view is read once,
-   * here: line 0's byte offset in every rank's buffer k & 1, the scope,
-   * the ranks.  (Read at each poll, as the loads' memory clobbers made the
-   * compiler do, it cost a dependent parameter read per peer: issuing the
-   * first batch took longer than its round trip at 8 ranks,
-   * bench/RESULTS.md runs 73-74.) */
-  const size_t line0 = (size_t)RCCLX_NUM_REGIONS * c.region_bytes + (size_t)buf * RCCLX_LL_BUFFER_BYTES +
-                       RCCLX_LL_HEADER_BYTES;
+   * is there.  What the poll addresses need from the view is read before
+   * the polls: the scope and the ranks once, the line's byte offset in
+   * every rank's buffer k & 1 once per line.  (Read at each poll, as the
+   * loads' memory clobbers made the compiler do, it cost a dependent
+   * parameter read per peer: issuing the first batch took longer than its
+   * round trip at 8 ranks, bench/RESULTS.md runs 73-74.) */
   const int one_device = (c.flags & RCCLX_VIEW_ONE_DEVICE) != 0, rank = c.rank, nranks = c.nranks;
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
-    const size_t off = line0 + 16 * (size_t)L;
+    const size_t off = rcclx_ll_line_offset(c, buf, L);
     uint64_t x[NMAX][2];
     RCCLX_UNROLL
     for (int q = 0; q < NMAX; ++q)
@@ -361,7 +370,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
       v[q].w[1] = q == rank ? own[1] : (uint32_t)x[q][1];
       v[q].w[2] = v[q].w[3] = 0u;
     }
-    const rcclx_vec16 sum = rcclx_dda_accumulate<T, OP, NMAX>(v, c.nranks);
+    const rcclx_vec16 sum = rcclx_dda_accumulate<T, OP, NMAX>(v, nranks);
     rcclx_ll_store_clipped(recv, L, n, sum.w);
   }
   RCCLX_TRACE(c, k, 2);
