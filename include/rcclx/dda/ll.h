@@ -332,7 +332,14 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * every rank's buffer k & 1 once per line.  (Read at each poll, as the
    * loads' memory clobbers made the compiler do, it cost a dependent
    * parameter read per peer: issuing the first batch took longer than its
-   * round trip at 8 ranks, bench/RESULTS.md runs 73-74.) */
+   * round trip at 8 ranks, bench/RESULTS.md runs 73-74.)
+   * One load per missing line per round, issued as soon as the last came
+   * back, measured best on one H200 (virtual ranks) against: a second
+   * load of the line in flight, at once or staggered (runs 75-76: the
+   * extra polls lengthen every round trip, and the reduction waits for
+   * the later load), back-off or fewer peers polled while several are
+   * missing (runs 56, 78), polls only after the peers' headers (run 48),
+   * atomics as polls (run 70), more or fewer blocks (runs 49-50, 71, 77). */
   const int one_device = (c.flags & RCCLX_VIEW_ONE_DEVICE) != 0, rank = c.rank, nranks = c.nranks;
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
     const size_t off = rcclx_ll_line_offset(c, buf, L);
