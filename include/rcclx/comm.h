@@ -3,12 +3,14 @@
  *
  * ---- Device view --------------------------------------------------------
  * rcclx_dev_comm is a plain struct passed by value into kernels.  Its
- * pointers are valid on this rank's device: its own buffer, and its peers'
- * buffers through peer access (one process, one GPU per rank), the same
- * device (virtual ranks on one GPU) or IPC mappings (one process per rank).
+ * pointers are valid on this rank's device: its own two allocations (below),
+ * and its peers' through peer access (one process, one GPU per rank), the
+ * same device (virtual ranks on one GPU) or IPC mappings (one process per
+ * rank).
  *
- * ---- Registered buffer of each rank ---------------------------------------
- * Three regions of `region_bytes` each (a multiple of 4 KiB):
+ * ---- Registered buffer of each rank (bufs[r]) -----------------------------
+ * Ordinary device memory, read by peers only after a barrier.  Three
+ * regions of `region_bytes` each (a multiple of 4 KiB):
  *   region 0, 1   copy-in halves.  A copy-in call stages its input into half
  *                 (call count of the block slot & 1); the next call uses the
  *                 other half, so a call never needs an end barrier.
@@ -16,9 +18,17 @@
  *                 (a GEMM epilogue) writes its output here and the call reads
  *                 it with no copy; such a call ends with a barrier so no rank
  *                 rewrites the region while a peer still reads it.
- * then the LL area (RCCLX_LL_BYTES, rcclx/dda/ll.h): 2 buffers (LL call
- * parity) of RCCLX_LL_BUFFER_BYTES holding this rank's own message as
- * tagged words, which peers read; zero at creation; then the signal area.
+ *
+ * ---- Polled area of each rank (sigs[r]) -----------------------------------
+ * What ranks read or write while a peer's kernel spins on it, so allocated
+ * by rcclx_malloc_polled (rcclx/platform.h: uncached on AMD, where a peer
+ * GPU's store to ordinary memory stays invisible to its owner's running
+ * kernel), zero at creation (RCCLX_POLLED_BYTES):
+ *   the signal area (rcclx_signal, RCCLX_SIGNAL_BYTES): barrier arrivals,
+ *                 call cards, counters, the error record, tile flags;
+ *   the LL area (RCCLX_LL_BYTES, rcclx/dda/ll.h): 2 buffers (LL call
+ *                 parity) of RCCLX_LL_BUFFER_BYTES holding this rank's own
+ *                 message as tagged words, which peers read.
  *
  * ---- Fixed grid --------------------------------------------------------
  * Every collective kernel of a communicator runs exactly `nblocks` blocks of
@@ -149,6 +159,12 @@ typedef struct rcclx_signal {
   uint32_t tile_epoch[RCCLX_MAX_TILES];
 } rcclx_signal;
 
+/* The signal area's bytes, rounded up to 4 KiB: the LL area follows it in
+ * the polled allocation (rcclx_ll_buffer in rcclx/dda/ll.h). */
+#define RCCLX_SIGNAL_BYTES ((sizeof(rcclx_signal) + 4095u) & ~(size_t)4095u)
+/* A rank's polled allocation: signal area, then LL area. */
+#define RCCLX_POLLED_BYTES (RCCLX_SIGNAL_BYTES + RCCLX_LL_BYTES)
+
 /* rcclx_dev_comm.flags */
 /* Every rank's memory and kernels are on this one GPU (virtual ranks, or
  * processes sharing it): device (agent) scope orders the barriers; without
@@ -170,8 +186,8 @@ typedef struct rcclx_signal {
 typedef struct rcclx_dev_comm {
   int32_t rank, nranks;
   int32_t nblocks, nthreads; /* the fixed grid of every collective kernel */
-  void* bufs[RCCLX_MAX_RANKS];
-  rcclx_signal* sigs[RCCLX_MAX_RANKS];
+  void* bufs[RCCLX_MAX_RANKS];          /* registered buffers (regions) */
+  rcclx_signal* sigs[RCCLX_MAX_RANKS]; /* polled areas (signals, then LL) */
   size_t region_bytes;
   uint64_t watchdog_ns; /* 0: wait forever */
   uint32_t flags;       /* RCCLX_VIEW_*; the same on every rank */
@@ -245,8 +261,10 @@ typedef struct rcclx_comm {
   int device;
   int kind;           /* rcclx_comm_kind, 0 if not built */
   int ranks_on_device; /* ranks sharing this GPU (virtual ranks) */
-  void* alloc;        /* this rank's buffer + signal allocation */
-  void* ipc_mapped[RCCLX_MAX_RANKS]; /* peers' allocations opened by IPC */
+  void* alloc;        /* this rank's registered buffer */
+  void* polled;       /* this rank's polled area (rcclx_malloc_polled) */
+  void* ipc_mapped[RCCLX_MAX_RANKS];        /* peers' buffers opened by IPC */
+  void* ipc_polled_mapped[RCCLX_MAX_RANKS]; /* peers' polled areas opened by IPC */
   size_t flat_max_bytes;  /* auto: flat at or below this, tree above */
   size_t ll_max_bytes;      /* auto: LL at or below this (0: never) */
   size_t direct_min_bytes;  /* RCCLX_VIEW_DIRECT views: DIRECT from this size up */
@@ -297,12 +315,14 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
 }
 
 /* Whether [p, p + bytes) overlaps this rank's registered buffer (its
- * copy-in halves, input region and LL area), which peers read or write
- * during a call. */
+ * copy-in halves and input region) or its polled area (signals and LL
+ * buffers), which peers read or write during a call. */
 RCCLX_HOST_DEVICE int rcclx_overlaps_registered(const rcclx_dev_comm* v, const void* p, size_t bytes) {
   const char* b = (const char*)v->bufs[v->rank];
+  const char* s = (const char*)v->sigs[v->rank];
   const char* q = (const char*)p;
-  return q < b + RCCLX_NUM_REGIONS * v->region_bytes + RCCLX_LL_BYTES && b < q + bytes;
+  return (q < b + RCCLX_NUM_REGIONS * v->region_bytes && b < q + bytes) ||
+         (q < s + RCCLX_POLLED_BYTES && s < q + bytes);
 }
 
 /* The registered input region of this rank: a producer writes a message of

@@ -24,10 +24,6 @@
  * rank r's part at offset r * rank_bytes.  Returns 0 on success. */
 typedef int (*rcclx_allgather_fn)(void* ctx, const void* mine, void* all, size_t rank_bytes);
 
-RCCLX_HOST size_t rcclx_comm_alloc_bytes(size_t region_bytes) {
-  return RCCLX_NUM_REGIONS * region_bytes + RCCLX_LL_BYTES + rcclx_align16(sizeof(rcclx_signal));
-}
-
 /* Restores the caller's current device on scope exit (C style: call it). */
 RCCLX_HOST rcclx_status rcclx_set_device_(int device, int* previous) {
   if (hipGetDevice(previous) != hipSuccess) return RCCLX_ERR_NO_DEVICE;
@@ -111,16 +107,22 @@ RCCLX_HOST rcclx_status rcclx_comm_grid_(const rcclx_config* cfg, int device, in
   return RCCLX_SUCCESS;
 }
 
+/* This rank's two allocations (rcclx/comm.h): the registered buffer, and
+ * the polled area in memory peers may poll (rcclx_malloc_polled). */
 RCCLX_HOST rcclx_status rcclx_comm_alloc_(rcclx_comm* c, const rcclx_config* cfg) {
-  const size_t bytes = rcclx_comm_alloc_bytes(cfg->region_bytes);
+  const size_t bytes = RCCLX_NUM_REGIONS * cfg->region_bytes;
   if (hipMalloc(&c->alloc, bytes) != hipSuccess) {
     c->alloc = NULL;
     return RCCLX_ERR_OUT_OF_MEMORY;
   }
-  /* Zeroed before init returns: the signal area must read zero to the first
-   * collective, and kernels on non-blocking streams do not wait for the
-   * null stream this memset runs on. */
-  if (hipMemset(c->alloc, 0, bytes) != hipSuccess ||
+  if (rcclx_malloc_polled(&c->polled, RCCLX_POLLED_BYTES) != hipSuccess) {
+    c->polled = NULL;
+    return RCCLX_ERR_OUT_OF_MEMORY;
+  }
+  /* Zeroed before init returns: the signal and LL areas must read zero to
+   * the first collective, and kernels on non-blocking streams do not wait
+   * for the null stream these memsets run on. */
+  if (hipMemset(c->alloc, 0, bytes) != hipSuccess || hipMemset(c->polled, 0, RCCLX_POLLED_BYTES) != hipSuccess ||
       hipStreamSynchronize(0) != hipSuccess)
     return RCCLX_ERR_RUNTIME;
   return RCCLX_SUCCESS;
@@ -130,9 +132,12 @@ RCCLX_HOST void rcclx_comm_destroy(rcclx_comm* c) {
   if (!c) return;
   int prev = 0;
   const int switched = c->kind && rcclx_set_device_(c->device, &prev) == RCCLX_SUCCESS;
-  for (int r = 0; r < RCCLX_MAX_RANKS; ++r)
+  for (int r = 0; r < RCCLX_MAX_RANKS; ++r) {
     if (c->ipc_mapped[r]) (void)hipIpcCloseMemHandle(c->ipc_mapped[r]);
+    if (c->ipc_polled_mapped[r]) (void)hipIpcCloseMemHandle(c->ipc_polled_mapped[r]);
+  }
   if (c->alloc) (void)hipFree(c->alloc);
+  if (c->polled) (void)hipFree(c->polled);
   if (switched && prev != c->device) (void)hipSetDevice(prev);
   memset(c, 0, sizeof *c);
 }
@@ -161,9 +166,9 @@ RCCLX_HOST void rcclx_comm_fill_view_(rcclx_comm* c, int rank, int nranks, const
   c->pdl = cfg->pdl != RCCLX_PDL_OFF && rcclx_pdl_supported(c->device);
   if (c->pdl && cfg->pdl == RCCLX_PDL_EARLY) c->view.flags |= RCCLX_VIEW_LAUNCH_EARLY;
 }
-RCCLX_HOST void rcclx_comm_set_peer_(rcclx_comm* c, int r, void* alloc, size_t region_bytes) {
+RCCLX_HOST void rcclx_comm_set_peer_(rcclx_comm* c, int r, void* alloc, void* polled) {
   c->view.bufs[r] = alloc;
-  c->view.sigs[r] = (rcclx_signal*)((char*)alloc + RCCLX_NUM_REGIONS * region_bytes + RCCLX_LL_BYTES);
+  c->view.sigs[r] = (rcclx_signal*)polled;
 }
 
 /* One process, nranks ranks; rank r runs on devices[r].  Fills comms[0..nranks).
@@ -213,7 +218,7 @@ RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, c
     }
   }
   for (int r = 0; r < nranks && st == RCCLX_SUCCESS; ++r)
-    for (int q = 0; q < nranks; ++q) rcclx_comm_set_peer_(&comms[r], q, comms[q].alloc, cfg.region_bytes);
+    for (int q = 0; q < nranks; ++q) rcclx_comm_set_peer_(&comms[r], q, comms[q].alloc, comms[q].polled);
   (void)hipSetDevice(prev);
   if (st != RCCLX_SUCCESS)
     for (int r = 0; r < nranks; ++r) rcclx_comm_destroy(&comms[r]);
@@ -222,7 +227,7 @@ RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, c
 
 /* What each rank publishes in the IPC all-gather. */
 typedef struct rcclx_ipc_card {
-  hipIpcMemHandle_t handle;
+  hipIpcMemHandle_t handle, polled_handle; /* registered buffer, polled area */
   int32_t rank, nranks, nthreads, max_blocks;
   int32_t pci_bus, pci_device, pci_domain, system_scope;
   uint64_t region_bytes, watchdog_ns;
@@ -247,7 +252,9 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
   rcclx_ipc_card cards[RCCLX_MAX_RANKS], mine;
   memset(&mine, 0, sizeof mine);
   rcclx_status st = rcclx_comm_alloc_(c, &cfg);
-  if (st == RCCLX_SUCCESS && hipIpcGetMemHandle(&mine.handle, c->alloc) != hipSuccess) st = RCCLX_ERR_PEER_ACCESS;
+  if (st == RCCLX_SUCCESS && (hipIpcGetMemHandle(&mine.handle, c->alloc) != hipSuccess ||
+                              hipIpcGetMemHandle(&mine.polled_handle, c->polled) != hipSuccess))
+    st = RCCLX_ERR_PEER_ACCESS;
   (void)hipDeviceGetAttribute(&mine.pci_bus, hipDeviceAttributePciBusId, device);
   (void)hipDeviceGetAttribute(&mine.pci_device, hipDeviceAttributePciDeviceId, device);
   mine.pci_domain = 0;
@@ -286,16 +293,17 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
      * memory is never reachable across processes (no RCCLX_VIEW_DIRECT). */
     rcclx_comm_fill_view_(c, rank, nranks, &cfg, nblocks,
                           share == nranks && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u);
-    rcclx_comm_set_peer_(c, rank, c->alloc, cfg.region_bytes);
+    rcclx_comm_set_peer_(c, rank, c->alloc, c->polled);
     for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
       if (q == rank) continue;
-      void* p = NULL;
-      if (hipIpcOpenMemHandle(&p, cards[q].handle, hipIpcMemLazyEnablePeerAccess) != hipSuccess) {
-        st = RCCLX_ERR_PEER_ACCESS;
-      } else {
-        c->ipc_mapped[q] = p;
-        rcclx_comm_set_peer_(c, q, p, cfg.region_bytes);
-      }
+      /* Kept only once opened: destroy closes what is kept. */
+      void *p = NULL, *s = NULL;
+      if (hipIpcOpenMemHandle(&p, cards[q].handle, hipIpcMemLazyEnablePeerAccess) != hipSuccess) p = NULL;
+      if (p && hipIpcOpenMemHandle(&s, cards[q].polled_handle, hipIpcMemLazyEnablePeerAccess) != hipSuccess) s = NULL;
+      c->ipc_mapped[q] = p;
+      c->ipc_polled_mapped[q] = s;
+      if (!p || !s) st = RCCLX_ERR_PEER_ACCESS;
+      else rcclx_comm_set_peer_(c, q, p, s);
     }
   }
   (void)hipSetDevice(prev);

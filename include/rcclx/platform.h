@@ -156,6 +156,38 @@
 #  define hipIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
 #endif
 
+/* ---- memory that peer GPUs write while its owner's kernel polls it -------
+ * rcclx_malloc_polled(&p, bytes): device memory on the current device for
+ * the words ranks exchange while their kernels run: flags a peer stores
+ * and the owner spins on (barrier arrivals, call cards, tile flags), and
+ * lines the owner stores while peers spin on them (the LL buffers).  Free
+ * with hipFree; an IPC handle can be taken from it.
+ * AMD: hipMalloc memory is coarse-grained, which HIP keeps coherent
+ * between GPUs only at kernel boundaries: the owner's L2 may keep serving
+ * its old copy of a line that a peer GPU's store changed in memory, so a
+ * kernel spinning on its own memory may never see the peer's flag, and
+ * fences do not help (they order, they do not make another GPU's store
+ * reach this L2).  So these words live in uncached memory
+ * (hipExtMallocWithFlags with hipDeviceMallocUncached, 3; Debian's HIP 5.2
+ * headers lack the name), as vLLM's custom AllReduce allocates its signal
+ * buffers ("uncached for signal on MI200") and QuickReduce its peer
+ * buffers.  The data regions stay ordinary memory: only their owner writes
+ * them, and peers read them after a barrier whose system-scope release
+ * writes the owner's L2 back (`buffer_wbl2 sc0 sc1`) and whose acquire
+ * drops the reader's stale copies (`buffer_inv sc0 sc1`).  Not run on AMD
+ * hardware: on one GPU (virtual ranks) it cannot show, and no AMD GPU is
+ * reachable here.
+ * NVIDIA: a peer's store over NVLink lands in the owner's L2, which serves
+ * the owner's loads: ordinary cudaMalloc memory. */
+#if defined(RCCLX_PLATFORM_CUDA)
+static inline cudaError_t rcclx_malloc_polled(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+#elif defined(RCCLX_PLATFORM_HIP)
+#  define RCCLX_HIP_MALLOC_UNCACHED 0x3u /* hipDeviceMallocUncached */
+static inline hipError_t rcclx_malloc_polled(void** p, size_t bytes) {
+  return hipExtMallocWithFlags(p, bytes, RCCLX_HIP_MALLOC_UNCACHED);
+}
+#endif
+
 /* ---- kernel launches ----------------------------------------------------
  * rcclx_launch(kernel, grid, block, stream, pdl, args...) launches
  * kernel<<<grid, block, 0, stream>>>(args...) and returns the launch's

@@ -33,9 +33,13 @@ TEST_CASE("allreduce argument checks", "[dda_plan]") {
         RCCLX_ERR_INVALID_ARGUMENT);
   CHECK(rcclx_allreduce_check(&v, a, (char*)v.bufs[1] - 64, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT) ==
         RCCLX_SUCCESS);  // ends right where the buffer starts
-  char* ll = (char*)v.bufs[1] + 3 * 4096;  // peers read here
-  CHECK(rcclx_allreduce_check(&v, a, ll + RCCLX_LL_BYTES - 16, 4, RCCLX_FLOAT32, RCCLX_SUM,
+  // The polled area: peers write its signals and read its LL lines.
+  CHECK(rcclx_allreduce_check(&v, a, fv.ll(1) + RCCLX_LL_BYTES - 16, 4, RCCLX_FLOAT32, RCCLX_SUM,
                               RCCLX_ALGO_LL) == RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_allreduce_check(&v, a, (char*)v.sigs[1] + 256, 4, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT) ==
+        RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(rcclx_allreduce_check(&v, a, fv.ll(1) + RCCLX_LL_BYTES, 16, RCCLX_FLOAT32, RCCLX_SUM, RCCLX_ALGO_FLAT) ==
+        RCCLX_SUCCESS);  // starts right where the polled area ends
   CHECK(rcclx_allreduce_check(&v, a, b, 16, RCCLX_FLOAT32, RCCLX_MAX, RCCLX_ALGO_LL) == RCCLX_SUCCESS);
   rcclx_dev_comm w = v;
   w.nranks = 9;

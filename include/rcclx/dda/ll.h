@@ -18,7 +18,7 @@
  *
  * Call k of block slot b (k: the slot's LL call count, ll_calls):
  *   1. writes block b's header word {fingerprint | tag}, then block b's
- *      lines, into this rank's buffer k & 1;
+ *      lines, into this rank's LL buffer k & 1;
  *   2. stores the call count k + 1 (read by the next call only);
  *   3. lane q < nranks of its last warp polls peer q's header: a
  *      fingerprint that differs is RCCLX_ERR_RANK_MISMATCH and stops the
@@ -76,19 +76,20 @@
 /* Calls between two re-taggings of an LL buffer (see above). */
 #define RCCLX_LL_RETAG_CALLS (1u << 30)
 
-/* Byte offset of LL buffer `buf` (0 or 1) in every rank's buffer: header
- * words, then data lines. */
-RCCLX_DEVICE size_t rcclx_ll_buffer_offset(const rcclx_dev_comm& c, uint32_t buf) {
-  return RCCLX_NUM_REGIONS * c.region_bytes + (size_t)buf * RCCLX_LL_BUFFER_BYTES;
+/* Byte offset of LL buffer `buf` (0 or 1) in every rank's polled area
+ * (c.sigs[r], rcclx/comm.h: peers spin on these words while their owner
+ * writes them): header words, then data lines. */
+RCCLX_DEVICE size_t rcclx_ll_buffer_offset(uint32_t buf) {
+  return RCCLX_SIGNAL_BYTES + (size_t)buf * RCCLX_LL_BUFFER_BYTES;
 }
 /* Byte offset of data line L (two words: message bytes 8L..8L+7) of that
- * buffer in every rank's buffer. */
-RCCLX_DEVICE size_t rcclx_ll_line_offset(const rcclx_dev_comm& c, uint32_t buf, size_t L) {
-  return rcclx_ll_buffer_offset(c, buf) + RCCLX_LL_HEADER_BYTES + 16 * L;
+ * buffer in every rank's polled area. */
+RCCLX_DEVICE size_t rcclx_ll_line_offset(uint32_t buf, size_t L) {
+  return rcclx_ll_buffer_offset(buf) + RCCLX_LL_HEADER_BYTES + 16 * L;
 }
 /* Rank `owner`'s LL buffer `buf`. */
 RCCLX_DEVICE uint64_t* rcclx_ll_buffer(const rcclx_dev_comm& c, int owner, uint32_t buf) {
-  return (uint64_t*)((char*)c.bufs[owner] + rcclx_ll_buffer_offset(c, buf));
+  return (uint64_t*)((char*)c.sigs[owner] + rcclx_ll_buffer_offset(buf));
 }
 /* Block b's header word in that buffer. */
 RCCLX_DEVICE uint64_t* rcclx_ll_header(const rcclx_dev_comm& c, int owner, uint32_t buf, int b) {
@@ -96,7 +97,7 @@ RCCLX_DEVICE uint64_t* rcclx_ll_header(const rcclx_dev_comm& c, int owner, uint3
 }
 /* Data line L of that buffer. */
 RCCLX_DEVICE uint64_t* rcclx_ll_line(const rcclx_dev_comm& c, int owner, uint32_t buf, size_t L) {
-  return (uint64_t*)((char*)c.bufs[owner] + rcclx_ll_line_offset(c, buf, L));
+  return (uint64_t*)((char*)c.sigs[owner] + rcclx_ll_line_offset(buf, L));
 }
 
 /* LL stores and loads at the view's scope (device scope when every rank is
@@ -116,7 +117,7 @@ RCCLX_DEVICE void rcclx_ll_st_line(const rcclx_dev_comm& c, uint64_t* p, const u
   else rcclx_st_relaxed_sys_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
 }
 /* The load of a line of data words at byte offset `off`
- * (rcclx_ll_line_offset) of rank buffer `base`, at the scope the view's
+ * (rcclx_ll_line_offset) of a rank's polled area `base`, at the scope the view's
  * flags give (one_device: c.flags has RCCLX_VIEW_ONE_DEVICE, read once by
  * the caller), into x[0], x[1]. */
 RCCLX_DEVICE void rcclx_ll_poll_line(int one_device, const void* base, size_t off, uint64_t* x) {
@@ -276,7 +277,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   RCCLX_TRACE(c, k, 0);
   if (k - cleaned >= RCCLX_LL_RETAG_CALLS && rcclx_ll_retag(c, buf, k, sig) != RCCLX_BARRIER_OK) return;
 
-  /* 1. The headers of the block's slots, then its lines, into my own
+  /* 1. The headers of the block's slots, then its lines, into my own LL
    * buffer k & 1. */
   for (int s = b + tid * g; s < c.nblocks; s += slot_step)
     rcclx_ll_st(c, rcclx_ll_header(c, c.rank, buf, s), sig, tag);
@@ -329,7 +330,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * are re-polled together, so a call costs one round trip once the data
    * is there.  What the poll addresses need from the view is read before
    * the polls: the scope and the ranks once, the line's byte offset in
-   * every rank's buffer k & 1 once per line.  (Read at each poll, as the
+   * every rank's LL buffer k & 1 once per line.  (Read at each poll, as the
    * loads' memory clobbers made the compiler do, it cost a dependent
    * parameter read per peer: issuing the first batch took longer than its
    * round trip at 8 ranks, bench/RESULTS.md runs 73-74.)
@@ -342,11 +343,11 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * atomics as polls (run 70), more or fewer blocks (runs 49-50, 71, 77). */
   const int one_device = (c.flags & RCCLX_VIEW_ONE_DEVICE) != 0, rank = c.rank, nranks = c.nranks;
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
-    const size_t off = rcclx_ll_line_offset(c, buf, L);
+    const size_t off = rcclx_ll_line_offset(buf, L);
     uint64_t x[NMAX][2];
     RCCLX_UNROLL
     for (int q = 0; q < NMAX; ++q)
-      if (q < nranks && q != rank) rcclx_ll_poll_line(one_device, c.bufs[q], off, x[q]);
+      if (q < nranks && q != rank) rcclx_ll_poll_line(one_device, c.sigs[q], off, x[q]);
     for (;;) {
       int waiting_on = -1;
       RCCLX_UNROLL
@@ -358,7 +359,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
       if (bad) break;
       RCCLX_UNROLL
       for (int q = 0; q < NMAX; ++q)
-        if (q < nranks && q != rank && !rcclx_ll_arrived(x[q], tag)) rcclx_ll_poll_line(one_device, c.bufs[q], off, x[q]);
+        if (q < nranks && q != rank && !rcclx_ll_arrived(x[q], tag)) rcclx_ll_poll_line(one_device, c.sigs[q], off, x[q]);
     }
     if (bad) break;
     /* Rank order 0..nranks-1 in fp32, rounded once: the flat kernel's bits.
