@@ -318,11 +318,8 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
  * copy-in halves and input region) or its polled area (signals and LL
  * buffers), which peers read or write during a call. */
 RCCLX_HOST_DEVICE int rcclx_overlaps_registered(const rcclx_dev_comm* v, const void* p, size_t bytes) {
-  const char* b = (const char*)v->bufs[v->rank];
-  const char* s = (const char*)v->sigs[v->rank];
-  const char* q = (const char*)p;
-  return (q < b + RCCLX_NUM_REGIONS * v->region_bytes && b < q + bytes) ||
-         (q < s + RCCLX_POLLED_BYTES && s < q + bytes);
+  return rcclx_ranges_overlap(p, bytes, v->bufs[v->rank], RCCLX_NUM_REGIONS * v->region_bytes) ||
+         rcclx_ranges_overlap(p, bytes, v->sigs[v->rank], RCCLX_POLLED_BYTES);
 }
 
 /* The registered input region of this rank: a producer writes a message of

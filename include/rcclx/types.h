@@ -63,6 +63,13 @@ RCCLX_HOST_DEVICE uint32_t rcclx_umax(uint32_t a, uint32_t b) { return a > b ? a
 
 RCCLX_HOST_DEVICE size_t rcclx_align16(size_t x) { return (x + 15u) & ~(size_t)15u; }
 
+/* Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) share a
+ * byte (an empty range shares none). */
+RCCLX_HOST_DEVICE int rcclx_ranges_overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const char *x = (const char*)a, *y = (const char*)b;
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
 /* ---- bf16 ---- */
 RCCLX_HOST_DEVICE float rcclx_bf16_to_f32(uint16_t b) { return rcclx_bits_f32((uint32_t)b << 16); }
 /* Round to nearest even; NaN stays a (quiet) NaN, overflow gives Inf. */
