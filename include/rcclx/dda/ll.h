@@ -14,7 +14,12 @@
  * again after every call.  It was this file's first design, pushing into
  * the peers' buffers, and lost at every rank count: 16 KiB bf16 took 3.25 /
  * 3.95 / 5.48 us at 2 / 4 / 8 virtual ranks, an LL probe 2.44 / 2.58 /
- * 3.02 in the same run, bench/RESULTS.md run 41.)
+ * 3.02 in the same run, bench/RESULTS.md run 41.  The same tagged lines
+ * pushed into a slot of every peer's buffer, each rank polling only its
+ * own, as NCCL's LL does, lost 0.1-0.4 us at 2, 4 and 8 virtual ranks,
+ * run 85.  Over real links the trade differs (a pull polls across the
+ * link, a push crosses it once and polls locally): worth timing again on
+ * several GPUs, issue #7.)
  *
  * Call k of block slot b (k: the slot's LL call count, ll_calls):
  *   1. writes block b's header word {fingerprint | tag}, then block b's
