@@ -127,13 +127,13 @@ RCCLX_HOST rcclx_status rcclx_lowp_check(const rcclx_dev_comm* v, rcclx_lowp_kin
   if (!rcclx_wire_valid(w)) return RCCLX_ERR_INVALID_ARGUMENT;
   if (count == 0 || count > ((size_t)1 << 44) / es) return RCCLX_ERR_INVALID_COUNT;
   const size_t n = (size_t)v->nranks;
-  const size_t in_bytes = count * es * (size_t)rcclx_lowp_input_segments(kind, v->nranks);
+  const int segs = rcclx_lowp_input_segments(kind, v->nranks);
+  const size_t in_bytes = count * es * (size_t)segs;
   const size_t out_bytes = count * es * (kind == RCCLX_LOWP_ALLGATHER || kind == RCCLX_LOWP_ALLTOALL ? n : 1u);
   const char *s = (const char*)send, *r = (const char*)recv;
   const int in_place_ok = kind == RCCLX_LOWP_ALLREDUCE_FLAT || kind == RCCLX_LOWP_ALLREDUCE_TREE;
   if (!(in_place_ok && s == r) && rcclx_ranges_overlap(s, in_bytes, r, out_bytes)) return RCCLX_ERR_INVALID_ARGUMENT;
   if (rcclx_overlaps_registered(v, recv, out_bytes)) return RCCLX_ERR_INVALID_ARGUMENT; /* peers read it */
-  const int segs = rcclx_lowp_input_segments(kind, v->nranks);
   if (rcclx_lowp_chunk_elems(v->region_bytes, segs, *w, es) == 0) return RCCLX_ERR_BUFFER_TOO_SMALL;
   return RCCLX_SUCCESS;
 }
