@@ -10,7 +10,7 @@
 # Every step has a time cap inside an overall deadline (RCCLX_DEADLINE_S,
 # default 230 s), so a hang costs its cap, never the session.
 # Usage: bash bench/device-run.sh [GROUP...], groups: tests sanitize
-# fusion latency bench_dda early bench_lowp bench_fusion fp8_bench torch, or
+# fusion latency bench_dda early push bench_lowp bench_fusion fp8_bench torch, or
 # all (default); probe and bisect (diagnoses) run only when named.
 set -uo pipefail
 what=" ${*:-all} "
@@ -91,6 +91,9 @@ if want tests; then
   fp8_pid=$!
   export RCCLX_WATCHDOG_MS=20000
   step gpu_dda 170 $T "[dda]" -d yes || rc=1
+  # The same with the LL one-shot pushing (rcclx_config.ll_push; the
+  # default across GPUs, off on one).
+  step gpu_dda_push 170 env RCCLX_LL_PUSH=2 $T "[dda]" -d yes || rc=1
   step gpu_lowp 60 $T "[lowp]" -d yes || rc=1
   # Diagnosis of the 2026-12-02 eager deadlock: the same test with CUDA's
   # lazy loading forced back on must trip the watchdog (3 s).
@@ -103,6 +106,8 @@ if want tests; then
   unset RCCLX_WATCHDOG_MS
   step ipc_2procs 30 ./$BIN/rcclx_ipc_test 2 || rc=1
   step ipc_4procs 30 ./$BIN/rcclx_ipc_test 4 || rc=1
+  step ipc_2procs_push 30 ./$BIN/rcclx_ipc_test 2 push || rc=1
+  step ipc_3procs_mismatch 30 ./$BIN/rcclx_ipc_test 3 mismatch || rc=1
   for ex in allreduce_basic gemm_allreduce allreduce_rmsnorm; do step "example_$ex" 15 ./$BIN/$ex || rc=1; done
   wait $fp8_pid
   if [[ $(cat "$LOG/gpu_fp8.rc" 2>/dev/null) == 0 ]]; then status_lines+=("ok    (bg) gpu_fp8"); else status_lines+=("FAIL:$(cat "$LOG/gpu_fp8.rc" 2>/dev/null) (bg) gpu_fp8"); rc=1; fi
@@ -141,6 +146,9 @@ if want early; then
   step gpu_dda_early 170 env RCCLX_PDL=2 RCCLX_WATCHDOG_MS=20000 $T "[dda]" -d yes || rc=1
   step bench_dda_early 150 env RCCLX_PDL=2 ./$BIN/bench_dda "$OUT/bench_dda_early.csv" || rc=1
 fi
+# The sweep with the LL one-shot pushing (RCCLX_LL_PUSH=2), against the
+# default sweep of the same run (pull on one GPU).
+want push && { step bench_dda_push 150 env RCCLX_LL_PUSH=2 ./$BIN/bench_dda "$OUT/bench_dda_push.csv" || rc=1; }
 if [[ $what == *" probe "* ]]; then  # the DDA sweep on smaller fixed grids (RCCLX_NBLOCKS), logs only
   for nb in 1 4; do step "bench_dda_nblocks$nb" 90 env RCCLX_NBLOCKS=$nb ./$BIN/bench_dda "$LOG/bench_dda_nblocks$nb.csv" || rc=1; done
 fi
@@ -163,7 +171,7 @@ fi
 {
   cat "$LOG/gpu.txt"
   printf '%s\n' "${status_lines[@]}"
-  for f in gpu_dda gpu_dda_early gpu_lowp gpu_fusion gpu_fp8 ipc_2procs ipc_4procs; do
+  for f in gpu_dda gpu_dda_push gpu_dda_early gpu_lowp gpu_fusion gpu_fp8 ipc_2procs ipc_4procs ipc_2procs_push ipc_3procs_mismatch; do
     [[ -f $LOG/$f.log ]] && { echo "--- $f"; grep -E "passed|failed|FAILED|test cases|assertions" "$LOG/$f.log" | tail -4; }
   done
   for f in torch_bridge_2procs torch_bridge_4procs torch_jit; do

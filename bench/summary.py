@@ -48,6 +48,17 @@ for name, label in (("bench_dda.csv", ""), ("bench_dda_early.csv", " (RCCLX_PDL=
     if rows(name):
         dda_tables(rows(name), label)
 
+push = rows("bench_dda_push.csv")
+if dda and push:
+    print("LL one-shot pulled (default on one GPU) vs pushed (RCCLX_LL_PUSH=2), bf16, us per call over the floor;"
+          " fj = fork/join around every call")
+    def over(tab, n, b, algo):
+        m = [x for x in tab if x["dtype"] == "bf16" and int(x["nranks"]) == n and int(x["bytes"]) == b and x["algo"] == algo]
+        return float(m[0]["us"]) - float(m[0]["empty_us"]) if m else float("nan")
+    for n, b in sorted({(int(x["nranks"]), int(x["bytes"])) for x in push if x["algo"] == "ll" and x["dtype"] == "bf16"}):
+        print("  %-3d %9d  ll pull %6.2f push %6.2f   auto_fj pull %6.2f push %6.2f" % (
+            n, b, over(dda, n, b, "ll"), over(push, n, b, "ll"), over(dda, n, b, "auto_fj"), over(push, n, b, "auto_fj")))
+
 lp = rows("bench_lowp.csv")
 if lp:
     print("Low precision (e4m3, B=128, fp32 scales) vs full precision, us per call; x = full / best low-precision")

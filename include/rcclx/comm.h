@@ -27,8 +27,9 @@
  *   the signal area (rcclx_signal, RCCLX_SIGNAL_BYTES): barrier arrivals,
  *                 call cards, counters, the error record, tile flags;
  *   the LL area (RCCLX_LL_BYTES, rcclx/dda/ll.h): 2 buffers (LL call
- *                 parity) of RCCLX_LL_BUFFER_BYTES holding this rank's own
- *                 message as tagged words, which peers read.
+ *                 parity) of RCCLX_LL_BUFFER_BYTES holding messages as
+ *                 tagged words: this rank's own, which peers read (pull),
+ *                 or each peer's, written by that peer (push).
  *
  * ---- Fixed grid --------------------------------------------------------
  * Every collective kernel of a communicator runs exactly `nblocks` blocks of
@@ -90,14 +91,19 @@
  * sm_90 (at 1024 threads, 64, it spilled). */
 #define RCCLX_MAX_THREADS 512
 #define RCCLX_MAX_TILES 2048 /* tiles a fused kernel can publish per call */
-/* The LL area (flag-in-data one-shot AllReduce, rcclx/dda/ll.h): each of
- * its 2 buffers holds a header word per block, each on a 128-byte line of
- * its own (the peers poll them), then a rank's message of at most
- * RCCLX_LL_MAX_BYTES per launch as 8-byte words of 4 data bytes each. */
-#define RCCLX_LL_BUFFER_BYTES ((size_t)512 << 10)
+/* The LL area (flag-in-data one-shot AllReduce, rcclx/dda/ll.h): 2 buffers
+ * (LL call parity), each a header line of 128 bytes per block slot (a word
+ * per source rank: the peers poll them), then a slot per source rank for a
+ * message of at most RCCLX_LL_MAX_BYTES per launch as 8-byte words of 4
+ * data bytes each.  Source q's words are written by q only: in q's own
+ * area, where its peers poll them (pull), or in each peer's, where that
+ * peer polls them (push, RCCLX_VIEW_LL_PUSH). */
+#define RCCLX_LL_MAX_BYTES ((size_t)64 << 10)
 #define RCCLX_LL_HEADER_STRIDE 128
 #define RCCLX_LL_HEADER_BYTES ((size_t)RCCLX_MAX_BLOCKS * RCCLX_LL_HEADER_STRIDE)
-#define RCCLX_LL_MAX_BYTES ((RCCLX_LL_BUFFER_BYTES - RCCLX_LL_HEADER_BYTES) / 2)
+#define RCCLX_LL_SLOT_BYTES (2 * RCCLX_LL_MAX_BYTES)
+#define RCCLX_LL_BUFFER_BYTES (RCCLX_LL_HEADER_BYTES + RCCLX_MAX_RANKS * RCCLX_LL_SLOT_BYTES)
+static_assert(8 * RCCLX_MAX_RANKS <= RCCLX_LL_HEADER_STRIDE, "a header line holds a word per source rank");
 #define RCCLX_LL_BYTES (2 * RCCLX_LL_BUFFER_BYTES)
 
 /* First error a kernel recorded (status 0 = none); read and cleared by
@@ -182,6 +188,14 @@ typedef struct rcclx_signal {
  * that two of every rank on the GPU fit at once).  Unlike the other flags it may differ
  * between ranks: it only moves when a rank's next kernel is scheduled. */
 #define RCCLX_VIEW_LAUNCH_EARLY 4u
+/* The LL one-shot pushes: a rank stores its tagged words into a slot of
+ * every peer's LL area and polls only its own, so each poll stays on its
+ * GPU and the link carries each word once (NCCL's LL, TensorRT-LLM's
+ * Lamport, QuickReduce all push).  Without it a rank writes its words
+ * once into its own area and the peers poll them there (pull), which
+ * measured faster with every rank on one GPU, where no poll crosses a
+ * link (bench/RESULTS.md, run 85).  rcclx_config.ll_push decides. */
+#define RCCLX_VIEW_LL_PUSH 8u
 
 typedef struct rcclx_dev_comm {
   int32_t rank, nranks;
@@ -233,6 +247,12 @@ typedef struct rcclx_config {
    *     halved (rcclx_comm_grid_), so that two grids per rank fit, which
    *     costs large messages bandwidth (bench/RESULTS.md, runs 20-21). */
   int pdl;
+  /* LL one-shot (rcclx/dda/ll.h) by push or pull (RCCLX_VIEW_LL_PUSH;
+   * RCCLX_LL_PUSH): RCCLX_LL_PUSH_AUTO (0) pushes when the ranks are on
+   * several GPUs and pulls when they all share one; RCCLX_LL_PUSH_OFF (1)
+   * always pulls; RCCLX_LL_PUSH_ON (2) always pushes.  Every rank must
+   * pass the same (one-process-per-rank init checks it). */
+  int ll_push;
 } rcclx_config;
 #define RCCLX_DIRECT_AUTO 0
 #define RCCLX_DIRECT_OFF 1
@@ -240,6 +260,9 @@ typedef struct rcclx_config {
 #define RCCLX_PDL_AUTO 0
 #define RCCLX_PDL_OFF 1
 #define RCCLX_PDL_EARLY 2
+#define RCCLX_LL_PUSH_AUTO 0
+#define RCCLX_LL_PUSH_OFF 1
+#define RCCLX_LL_PUSH_ON 2
 
 typedef enum { RCCLX_COMM_LOCAL = 1, RCCLX_COMM_IPC = 2 } rcclx_comm_kind;
 
@@ -303,15 +326,24 @@ RCCLX_HOST rcclx_status rcclx_config_resolve(const rcclx_config* in, rcclx_confi
   if (!c.system_scope) c.system_scope = (int)rcclx_env_size("RCCLX_SYSTEM_SCOPE", 0);
   if (!c.direct) c.direct = (int)rcclx_env_size("RCCLX_DIRECT", RCCLX_DIRECT_AUTO);
   if (!c.pdl) c.pdl = (int)rcclx_env_size("RCCLX_PDL", RCCLX_PDL_AUTO);
+  if (!c.ll_push) c.ll_push = (int)rcclx_env_size("RCCLX_LL_PUSH", RCCLX_LL_PUSH_AUTO);
   if (c.system_scope < 0 || c.system_scope > 1) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.direct < RCCLX_DIRECT_AUTO || c.direct > RCCLX_DIRECT_ON) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.pdl < RCCLX_PDL_AUTO || c.pdl > RCCLX_PDL_EARLY) return RCCLX_ERR_INVALID_ARGUMENT;
+  if (c.ll_push < RCCLX_LL_PUSH_AUTO || c.ll_push > RCCLX_LL_PUSH_ON) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.region_bytes < 4096 || (c.region_bytes & 4095u) || c.region_bytes >= ((size_t)1 << 36))
     return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.nthreads < 64 || c.nthreads > RCCLX_MAX_THREADS || (c.nthreads & 63)) return RCCLX_ERR_INVALID_ARGUMENT;
   if (c.max_blocks < 1 || c.max_blocks > RCCLX_MAX_BLOCKS) return RCCLX_ERR_INVALID_ARGUMENT;
   *out = c;
   return RCCLX_SUCCESS;
+}
+
+/* RCCLX_VIEW_LL_PUSH or 0 for a resolved config, given whether every rank
+ * is on one GPU (which all ranks answer alike). */
+RCCLX_HOST uint32_t rcclx_config_ll_push_flag(const rcclx_config* cfg, int one_device) {
+  const int push = cfg->ll_push == RCCLX_LL_PUSH_ON || (cfg->ll_push == RCCLX_LL_PUSH_AUTO && !one_device);
+  return push ? RCCLX_VIEW_LL_PUSH : 0u;
 }
 
 /* Whether [p, p + bytes) overlaps this rank's registered buffer (its

@@ -188,6 +188,7 @@ RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, c
   for (int r = 1; r < nranks; ++r) one_device &= devices[r] == devices[0];
   uint32_t flags = one_device && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u;
   if (cfg.direct == RCCLX_DIRECT_ON || (cfg.direct == RCCLX_DIRECT_AUTO && one_device)) flags |= RCCLX_VIEW_DIRECT;
+  flags |= rcclx_config_ll_push_flag(&cfg, one_device);
   int prev = 0;
   rcclx_status st = rcclx_set_device_(devices[0], &prev);
   if (st != RCCLX_SUCCESS) return st;
@@ -230,6 +231,7 @@ typedef struct rcclx_ipc_card {
   hipIpcMemHandle_t handle, polled_handle; /* registered buffer, polled area */
   int32_t rank, nranks, nthreads, max_blocks;
   int32_t pci_bus, pci_device, pci_domain, system_scope;
+  int32_t ll_push, pad;
   uint64_t region_bytes, watchdog_ns;
 } rcclx_ipc_card;
 
@@ -265,6 +267,7 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
   mine.region_bytes = cfg.region_bytes;
   mine.watchdog_ns = cfg.watchdog_ns;
   mine.system_scope = cfg.system_scope;
+  mine.ll_push = cfg.ll_push;
   /* Even a failed rank joins the exchange, so the others do not wait forever. */
   if (st != RCCLX_SUCCESS) mine.nranks = -1;
   if (allgather(ctx, &mine, cards, sizeof(rcclx_ipc_card)) != 0) st = RCCLX_ERR_RUNTIME;
@@ -274,7 +277,7 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
     if (k->nranks == -1) st = RCCLX_ERR_PEER_ACCESS;
     else if (k->rank != q || k->nranks != nranks || k->nthreads != mine.nthreads || k->max_blocks != mine.max_blocks ||
              k->region_bytes != mine.region_bytes || k->watchdog_ns != mine.watchdog_ns ||
-             k->system_scope != mine.system_scope)
+             k->system_scope != mine.system_scope || k->ll_push != mine.ll_push)
       st = RCCLX_ERR_RANK_MISMATCH;
     share += k->pci_bus == mine.pci_bus && k->pci_device == mine.pci_device;
   }
@@ -292,7 +295,8 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
     /* Processes sharing one GPU need only device scope; peers' ordinary
      * memory is never reachable across processes (no RCCLX_VIEW_DIRECT). */
     rcclx_comm_fill_view_(c, rank, nranks, &cfg, nblocks,
-                          share == nranks && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u);
+                          (share == nranks && !cfg.system_scope ? RCCLX_VIEW_ONE_DEVICE : 0u) |
+                              rcclx_config_ll_push_flag(&cfg, share == nranks));
     rcclx_comm_set_peer_(c, rank, c->alloc, c->polled);
     for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
       if (q == rank) continue;

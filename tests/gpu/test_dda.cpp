@@ -409,7 +409,7 @@ TEST_CASE("dda allreduce: LL with changing sizes, interleaved with flat and tree
   rank_set rs;
   REQUIRE(rs.init(N) == RCCLX_SUCCESS);
   const size_t maxn = RCCLX_LL_MAX_BYTES / 2 + 1001;  // one bf16 launch and a bit: two chunks
-  const size_t sizes[] = {4099, 7, 60000, 1, RCCLX_LL_MAX_BYTES / 2, 300, 33000, 8, maxn, 2};
+  const size_t sizes[] = {4099, 7, RCCLX_LL_MAX_BYTES / 2 - 2741, 1, RCCLX_LL_MAX_BYTES / 2, 300, 33000, 8, maxn, 2};
   verify_bufs vb(rs, maxn);
   auto &in = vb.in, &out = vb.out;
   auto &seed = vb.seed;
@@ -482,7 +482,7 @@ __global__ void delay_kernel(long long cycles) {
 // count and of the tags.  Every result is checked against its own inputs.
 TEST_CASE("dda allreduce: LL re-tagging and the wrap of its call count", "[gpu][dda]") {
   const int N = 4;
-  const size_t big = RCCLX_LL_MAX_BYTES / 2;  // bf16: every word of the buffer
+  const size_t big = RCCLX_LL_MAX_BYTES / 2;  // bf16: every word of a rank's slot
   rank_set rs;
   REQUIRE(rs.init(N) == RCCLX_SUCCESS);
   verify_bufs vb(rs, big);
@@ -508,7 +508,7 @@ TEST_CASE("dda allreduce: LL re-tagging and the wrap of its call count", "[gpu][
   // B: both buffers due, 6 calls before the wrap; 12 calls of changing sizes.
   const uint32_t k0 = 0u - 6u;
   set_ll_counters(rs, k0, k0 - RCCLX_LL_RETAG_CALLS, k0 + 1u - RCCLX_LL_RETAG_CALLS);
-  const size_t sizes[] = {big, 7, 4099, big, 1, 60000};
+  const size_t sizes[] = {big, 7, 4099, big, 1, big - 2741};
   for (int i = 0; i < 12; ++i) run(sizes[i % 6], i % 4 == 1);
   // Every call advanced every block slot, whatever its grid (1 block for
   // 7 and 1 elements, all of them for `big`; rcclx_ll_blocks).

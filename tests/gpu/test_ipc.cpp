@@ -4,7 +4,11 @@
 // one GPU.  Each rank runs flat, tree and LL AllReduces on device-independent
 // deterministic data and checks the float64-free exact expectation: inputs
 // are small integers, so every sum is exact in bf16 and fp32.
-// Usage: rcclx_ipc_test N   (exit 0 and "N passed, 0 failed" on success)
+// Usage: rcclx_ipc_test N [push|mismatch]   (exit 0 and "N passed, 0 failed"
+// on success).  push: the LL one-shot pushes its lines into the peers'
+// mapped areas (rcclx_config.ll_push), as it does by default across GPUs.
+// mismatch: rank 0 asks for pull and the others for push, so every rank's
+// init must fail with RCCLX_ERR_RANK_MISMATCH (and release what it took).
 #include <rcclx/rcclx.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,7 +69,9 @@ static int run(rcclx_comm* c, hipStream_t s, size_t n, rcclx_algo algo, int iter
   return bad != 0;
 }
 
-static int child(int rank, int nranks, const std::string& dir) {
+enum ipc_mode { IPC_DEFAULT, IPC_PUSH, IPC_MISMATCH };
+
+static int child(int rank, int nranks, const std::string& dir, ipc_mode mode) {
   int ndev = 0;
   if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) return 2;
   const int device = rank % ndev;
@@ -74,8 +80,21 @@ static int child(int rank, int nranks, const std::string& dir) {
   rcclx_config cfg = {};
   cfg.region_bytes = (size_t)4 << 20;
   cfg.watchdog_ns = 20ull * 1000 * 1000 * 1000;  // processes time-slice one GPU: be patient
-  rcclx_comm c;
+  if (mode == IPC_PUSH) cfg.ll_push = RCCLX_LL_PUSH_ON;
+  if (mode == IPC_MISMATCH) cfg.ll_push = rank == 0 ? RCCLX_LL_PUSH_OFF : RCCLX_LL_PUSH_ON;
+  rcclx_comm c = {};
   rcclx_status st = rcclx_comm_init_ipc(rank, nranks, device, &cfg, allgather_files, &fa, &c);
+  if (mode == IPC_MISMATCH) {
+    if (st == RCCLX_ERR_RANK_MISMATCH && !c.kind && !c.alloc && !c.polled) return 0;
+    fprintf(stderr, "rank %d: init with disagreeing ll_push gave %s\n", rank, rcclx_status_string(st));
+    if (st == RCCLX_SUCCESS) rcclx_comm_destroy(&c);
+    return 1;
+  }
+  if (st == RCCLX_SUCCESS && mode == IPC_PUSH && !(c.view.flags & RCCLX_VIEW_LL_PUSH)) {
+    fprintf(stderr, "rank %d: ll_push asked for, view does not push\n", rank);
+    rcclx_comm_destroy(&c);
+    return 1;
+  }
   if (st != RCCLX_SUCCESS) {
     fprintf(stderr, "rank %d: init failed: %s\n", rank, rcclx_status_string(st));
     return 1;
@@ -96,12 +115,18 @@ static int child(int rank, int nranks, const std::string& dir) {
 
 int main(int argc, char** argv) {
   const int nranks = argc > 1 ? atoi(argv[1]) : 2;
+  const std::string m = argc > 2 ? argv[2] : "";
+  const ipc_mode mode = m == "push" ? IPC_PUSH : m == "mismatch" ? IPC_MISMATCH : IPC_DEFAULT;
+  if (nranks < 2 || nranks > RCCLX_MAX_RANKS || (!m.empty() && mode == IPC_DEFAULT)) {
+    fprintf(stderr, "usage: rcclx_ipc_test N [push|mismatch], 2 <= N <= %d\n", RCCLX_MAX_RANKS);
+    return 2;
+  }
   char tmpl[] = "/tmp/rcclx_ipc_XXXXXX";
   if (!mkdtemp(tmpl)) return 2;
   std::vector<pid_t> pids;
   for (int r = 0; r < nranks; ++r) {
     pid_t p = fork();
-    if (p == 0) _exit(child(r, nranks, tmpl));
+    if (p == 0) _exit(child(r, nranks, tmpl, mode));
     pids.push_back(p);
   }
   int passed = 0, failed = 0;

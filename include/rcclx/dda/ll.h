@@ -1,38 +1,46 @@
 /* rcclx/dda/ll.h - one-shot AllReduce with the flag in the data, for the
  * smallest messages: no barrier, no fence.
  *
- * NCCL's "LL" protocol applied to a one-shot pull.  A rank writes its
- * message into its own LL area (rcclx/comm.h) as 64-bit words {4 data
- * bytes | tag << 32}, each written and read as one single-copy-atomic
+ * NCCL's "LL" protocol applied to a one-shot.  A rank writes its message
+ * into its source slot of the LL area (rcclx/comm.h) as 64-bit words {4
+ * data bytes | tag << 32}, each written and read as one single-copy-atomic
  * access, two per 16-byte line (rcclx_st_relaxed_*_u64x2,
  * rcclx_ld_relaxed_*_u64x2).  The tag names the call, so a peer that reads
  * a word carrying this call's tag holds this call's 4 bytes: nothing orders
  * data before a flag (no fence), and nobody waits for a peer's arrival (no
  * barrier).  The bytes moved double; for small messages latency is all
- * that counts.  (TensorRT-LLM's "Lamport" scheme marks data not yet
- * arrived with a sentinel value instead, which the receiver must clear
- * again after every call.  It was this file's first design, pushing into
- * the peers' buffers, and lost at every rank count: 16 KiB bf16 took 3.25 /
- * 3.95 / 5.48 us at 2 / 4 / 8 virtual ranks, an LL probe 2.44 / 2.58 /
- * 3.02 in the same run, bench/RESULTS.md run 41.  The same tagged lines
- * pushed into a slot of every peer's buffer, each rank polling only its
- * own, as NCCL's LL does, lost 0.1-0.4 us at 2, 4 and 8 virtual ranks,
- * run 85.  Over real links the trade differs (a pull polls across the
- * link, a push crosses it once and polls locally): worth timing again on
- * several GPUs, issue #7.)
+ * that counts.
+ * Where the words go is the view's choice (RCCLX_VIEW_LL_PUSH, set at
+ * creation, the same on every rank; rcclx_ll_owner):
+ *   pull: once, into the rank's own area; its peers poll them there.  Each
+ *     line is polled by every peer, and with ranks on several GPUs every
+ *     poll crosses a link.  Measured faster with every rank on one GPU:
+ *     pushing lost 0.1-0.4 us at 2, 4 and 8 virtual ranks on one H200
+ *     (bench/RESULTS.md, run 85), so that is the default there.
+ *   push: into the rank's slot of every peer's area; each rank polls only
+ *     its own, as NCCL's LL, TensorRT-LLM's Lamport and QuickReduce do:
+ *     the link carries each word once, as a store, and every poll stays on
+ *     the poller's GPU.  The default across GPUs; whether it wins there is
+ *     issue #7's measurement.
+ * (TensorRT-LLM's "Lamport" scheme marks data not yet arrived with a
+ * sentinel value instead of a tag, which the receiver must clear again
+ * after every call.  It was this file's first design and lost at every
+ * rank count: 16 KiB bf16 took 3.25 / 3.95 / 5.48 us at 2 / 4 / 8 virtual
+ * ranks, an LL probe 2.44 / 2.58 / 3.02 in the same run, run 41.)
  *
  * Call k of block slot b (k: the slot's LL call count, ll_calls):
  *   1. writes block b's header word {fingerprint | tag}, then block b's
- *      lines, into this rank's LL buffer k & 1;
+ *      lines, into this rank's header word and slot of LL buffer k & 1
+ *      (in its own area, or in every peer's);
  *   2. stores the call count k + 1 (read by the next call only);
- *   3. lane q < nranks of its last warp polls peer q's header: a
+ *   3. lane q < nranks of its last warp polls peer q's header word: a
  *      fingerprint that differs is RCCLX_ERR_RANK_MISMATCH and stops the
  *      block's other pollers; once every peer's header is seen, the block
  *      lets the stream's next kernel be scheduled (programmatic dependent
  *      launch: rcclx_dda_peers_committed in rcclx/signal.h);
  *   4. beside those header polls, the threads with lines poll each
- *      peer's buffer k & 1 for the same lines until both words of each
- *      carry tag(k) (all peers' loads in flight together), then reduce in
+ *      peer's slot of buffer k & 1 for the same lines until both words
+ *      of each carry tag(k) (all peers' loads in flight together), then reduce in
  *      rank order 0..nranks-1 in fp32 (their own contribution: the line
  *      they wrote) and round once: the flat kernel's bits, NaN payloads
  *      included (every bit pattern travels as it is).
@@ -52,16 +60,18 @@
  * buffer k & 1 again in call k + 2, which it starts after its call k + 1
  * completed, which read every peer's call-(k + 1) words, which each peer
  * wrote after its own call k completed: nobody reads the call-k words any
- * more.  For the same reason no peer is ever more than one call ahead.
+ * more (pulled from the writer's area or pushed into the reader's alike,
+ * each word having one writer).  For the same reason no peer is ever more
+ * than one call ahead.
  * Tags: tag(k) = k + 1, never 0 (the zeroed area) before the first
- * re-tagging.  A word not rewritten by this call carries the tag of an
- * earlier call, different from tag(k) while every word of the buffer was
- * written fewer than 2^32 calls ago.  Words that small calls never reach
- * could grow older than that, so when 2^30 calls have passed since a
- * buffer was last re-tagged (ll_cleaned), the call first rewrites every
- * one of block b's words there (its lines over the whole buffer, its
- * slots' headers) with tag(k - 2), a tag no call expects for 2^32 - 2 more
- * calls, and passes one barrier before any peer polls.
+ * re-tagging.  A word not rewritten by this call carries the tag of an earlier
+ * call, different from tag(k) while every word of the buffer was written
+ * fewer than 2^32 calls ago.  Words that small calls never reach could grow
+ * older than that, so when 2^30 calls have passed since a buffer was last
+ * re-tagged (ll_cleaned), the call first rewrites every one of block b's
+ * words there (its lines over its whole slot, its slots' header words,
+ * wherever it writes them) with tag(k - 2), a tag no call expects for
+ * 2^32 - 2 more calls, and passes one barrier before any peer polls.
  * A rank that passes another count or dtype is caught by the header
  * (RCCLX_ERR_RANK_MISMATCH), never by a hang: also when the counts give
  * different grids (a block of the larger grid finds the header of its slot
@@ -82,27 +92,29 @@
 #define RCCLX_LL_RETAG_CALLS (1u << 30)
 
 /* Byte offset of LL buffer `buf` (0 or 1) in every rank's polled area
- * (c.sigs[r], rcclx/comm.h: peers spin on these words while their owner
- * writes them): header words, then data lines. */
+ * (c.sigs[r], rcclx/comm.h: ranks spin on these words while others write
+ * them): header lines, then one data slot per source rank. */
 RCCLX_DEVICE size_t rcclx_ll_buffer_offset(uint32_t buf) {
   return RCCLX_SIGNAL_BYTES + (size_t)buf * RCCLX_LL_BUFFER_BYTES;
 }
-/* Byte offset of data line L (two words: message bytes 8L..8L+7) of that
- * buffer in every rank's polled area. */
-RCCLX_DEVICE size_t rcclx_ll_line_offset(uint32_t buf, size_t L) {
-  return rcclx_ll_buffer_offset(buf) + RCCLX_LL_HEADER_BYTES + 16 * L;
+/* Byte offset of source src's header word of block slot b in that buffer. */
+RCCLX_DEVICE size_t rcclx_ll_header_offset(uint32_t buf, int b, int src) {
+  return rcclx_ll_buffer_offset(buf) + (size_t)b * RCCLX_LL_HEADER_STRIDE + 8 * (size_t)src;
 }
-/* Rank `owner`'s LL buffer `buf`. */
-RCCLX_DEVICE uint64_t* rcclx_ll_buffer(const rcclx_dev_comm& c, int owner, uint32_t buf) {
-  return (uint64_t*)((char*)c.sigs[owner] + rcclx_ll_buffer_offset(buf));
+/* Byte offset of source src's data line L (two words: message bytes
+ * 8L..8L+7) in that buffer. */
+RCCLX_DEVICE size_t rcclx_ll_line_offset(uint32_t buf, int src, size_t L) {
+  return rcclx_ll_buffer_offset(buf) + RCCLX_LL_HEADER_BYTES + (size_t)src * RCCLX_LL_SLOT_BYTES + 16 * L;
 }
-/* Block b's header word in that buffer. */
-RCCLX_DEVICE uint64_t* rcclx_ll_header(const rcclx_dev_comm& c, int owner, uint32_t buf, int b) {
-  return rcclx_ll_buffer(c, owner, buf) + (size_t)b * (RCCLX_LL_HEADER_STRIDE / 8);
+/* The rank whose polled area holds the words source src writes for
+ * `reader`: src's own when pulling, the reader's when pushing
+ * (RCCLX_VIEW_LL_PUSH). */
+RCCLX_DEVICE int rcclx_ll_owner(const rcclx_dev_comm& c, int reader, int src) {
+  return (c.flags & RCCLX_VIEW_LL_PUSH) ? reader : src;
 }
-/* Data line L of that buffer. */
-RCCLX_DEVICE uint64_t* rcclx_ll_line(const rcclx_dev_comm& c, int owner, uint32_t buf, size_t L) {
-  return (uint64_t*)((char*)c.sigs[owner] + rcclx_ll_line_offset(buf, L));
+/* The word at byte offset `off` of rank `owner`'s polled area. */
+RCCLX_DEVICE uint64_t* rcclx_ll_at(const rcclx_dev_comm& c, int owner, size_t off) {
+  return (uint64_t*)((char*)c.sigs[owner] + off);
 }
 
 /* LL stores and loads at the view's scope (device scope when every rank is
@@ -120,6 +132,30 @@ RCCLX_DEVICE uint64_t rcclx_ll_ld(const rcclx_dev_comm& c, const uint64_t* p) {
 RCCLX_DEVICE void rcclx_ll_st_line(const rcclx_dev_comm& c, uint64_t* p, const uint32_t* d, uint32_t tag) {
   if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
   else rcclx_st_relaxed_sys_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
+}
+/* This rank's word / line at byte offset `off` (of its own source slot)
+ * stored where every peer reads it: once into its own area (pull), or into
+ * each peer's (push), starting with the next rank so that the ranks'
+ * stores spread over the peers. */
+RCCLX_DEVICE void rcclx_ll_publish(const rcclx_dev_comm& c, size_t off, uint32_t data, uint32_t tag) {
+  if (!(c.flags & RCCLX_VIEW_LL_PUSH)) {
+    rcclx_ll_st(c, rcclx_ll_at(c, c.rank, off), data, tag);
+    return;
+  }
+  for (int i = 1; i < c.nranks; ++i) {
+    const int q = c.rank + i < c.nranks ? c.rank + i : c.rank + i - c.nranks;
+    rcclx_ll_st(c, rcclx_ll_at(c, q, off), data, tag);
+  }
+}
+RCCLX_DEVICE void rcclx_ll_publish_line(const rcclx_dev_comm& c, size_t off, const uint32_t* d, uint32_t tag) {
+  if (!(c.flags & RCCLX_VIEW_LL_PUSH)) {
+    rcclx_ll_st_line(c, rcclx_ll_at(c, c.rank, off), d, tag);
+    return;
+  }
+  for (int i = 1; i < c.nranks; ++i) {
+    const int q = c.rank + i < c.nranks ? c.rank + i : c.rank + i - c.nranks;
+    rcclx_ll_st_line(c, rcclx_ll_at(c, q, off), d, tag);
+  }
 }
 /* The load of a line of data words at byte offset `off`
  * (rcclx_ll_line_offset) of a rank's polled area `base`, at the scope the view's
@@ -186,7 +222,7 @@ RCCLX_DEVICE void rcclx_ll_store_clipped(T* p, size_t L, size_t n, const uint32_
  * step on every rank; src cannot pass that barrier without this rank). */
 RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf, uint32_t tag, uint32_t sig,
                                           int* pending, int* seen, int b, int src, uint32_t call, uint32_t* polls) {
-  const uint64_t* hp = rcclx_ll_header(c, src, buf, b);
+  const uint64_t* hp = rcclx_ll_at(c, rcclx_ll_owner(c, c.rank, src), rcclx_ll_header_offset(buf, b, src));
   uint64_t h = rcclx_ll_ld(c, hp);
   int elsewhere = 0;
   if (rcclx_ll_tag_of(h) != tag) {
@@ -212,10 +248,11 @@ RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf,
   return 1;
 }
 
-/* The re-tagging of buffer `buf` by call k (see above): the header words
- * of the block's slots and every data line the mapping gives it, over the
- * whole buffer, rewritten with tag(k - 2) = k - 1; then one barrier on the
- * slot (checking the call fingerprint), so that no peer polls before the
+/* The re-tagging of buffer `buf` by call k (see above): this rank's header
+ * words of the block's slots and every data line the mapping gives it over
+ * this rank's whole source slot, wherever it writes them, rewritten with
+ * tag(k - 2) = k - 1; then one barrier on the block slot (checking the
+ * call fingerprint), so that no peer polls before the
  * rewrite is visible; once it is passed, the slots record k as the
  * buffer's last re-tagging (ll_cleaned, read by later calls of this rank
  * only).  Every thread of the block calls it.  Returns the barrier's
@@ -225,9 +262,9 @@ RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t 
   const size_t stride = (size_t)g * nt, nlines = RCCLX_LL_MAX_BYTES / 8;
   const uint32_t zero[2] = {0u, 0u}, tag = k - 1u;
   for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
-    rcclx_ll_st(c, rcclx_ll_header(c, c.rank, buf, s), 0u, tag);
+    rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), 0u, tag);
   for (size_t L = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, g); L < nlines; L += stride)
-    rcclx_ll_st_line(c, rcclx_ll_line(c, c.rank, buf, L), zero, tag);
+    rcclx_ll_publish_line(c, rcclx_ll_line_offset(buf, c.rank, L), zero, tag);
   const int r = rcclx_barrier_block(c, (int)blockIdx.x, sig);
   if (r == RCCLX_BARRIER_OK)
     for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
@@ -285,12 +322,12 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   /* 1. The headers of the block's slots, then its lines, into my own LL
    * buffer k & 1. */
   for (int s = b + tid * g; s < c.nblocks; s += slot_step)
-    rcclx_ll_st(c, rcclx_ll_header(c, c.rank, buf, s), sig, tag);
-  if (L0 < nlines) rcclx_ll_st_line(c, rcclx_ll_line(c, c.rank, buf, L0), first, tag);
+    rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), sig, tag);
+  if (L0 < nlines) rcclx_ll_publish_line(c, rcclx_ll_line_offset(buf, c.rank, L0), first, tag);
   for (uint32_t L = L0 + stride; L < nlines; L += stride) {
     uint32_t d[2];
     rcclx_ll_load_clipped(send, L, n, d);
-    rcclx_ll_st_line(c, rcclx_ll_line(c, c.rank, buf, L), d, tag);
+    rcclx_ll_publish_line(c, rcclx_ll_line_offset(buf, c.rank, L), d, tag);
   }
   RCCLX_TRACE(c, k, 1);
   __syncthreads(); /* mismatch_seen and headers_seen are initialised */
@@ -347,12 +384,16 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * missing (runs 56, 78), polls only after the peers' headers (run 48),
    * atomics as polls (run 70), more or fewer blocks (runs 49-50, 71, 77). */
   const int one_device = (c.flags & RCCLX_VIEW_ONE_DEVICE) != 0, rank = c.rank, nranks = c.nranks;
+  const int push = (c.flags & RCCLX_VIEW_LL_PUSH) != 0;
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
-    const size_t off = rcclx_ll_line_offset(buf, L);
+    /* Source q's line: at off + q * RCCLX_LL_SLOT_BYTES of q's area
+     * (pull) or of this rank's (push). */
+    const size_t off = rcclx_ll_line_offset(buf, 0, L);
     uint64_t x[NMAX][2];
     RCCLX_UNROLL
     for (int q = 0; q < NMAX; ++q)
-      if (q < nranks && q != rank) rcclx_ll_poll_line(one_device, c.sigs[q], off, x[q]);
+      if (q < nranks && q != rank)
+        rcclx_ll_poll_line(one_device, c.sigs[push ? rank : q], off + (size_t)q * RCCLX_LL_SLOT_BYTES, x[q]);
     for (;;) {
       int waiting_on = -1;
       RCCLX_UNROLL
@@ -364,7 +405,8 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
       if (bad) break;
       RCCLX_UNROLL
       for (int q = 0; q < NMAX; ++q)
-        if (q < nranks && q != rank && !rcclx_ll_arrived(x[q], tag)) rcclx_ll_poll_line(one_device, c.sigs[q], off, x[q]);
+        if (q < nranks && q != rank && !rcclx_ll_arrived(x[q], tag))
+          rcclx_ll_poll_line(one_device, c.sigs[push ? rank : q], off + (size_t)q * RCCLX_LL_SLOT_BYTES, x[q]);
     }
     if (bad) break;
     /* Rank order 0..nranks-1 in fp32, rounded once: the flat kernel's bits.
