@@ -133,28 +133,18 @@ RCCLX_DEVICE void rcclx_ll_st_line(const rcclx_dev_comm& c, uint64_t* p, const u
   if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
   else rcclx_st_relaxed_sys_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
 }
-/* This rank's word / line at byte offset `off` (of its own source slot)
- * stored where every peer reads it: once into its own area (pull), or into
- * each peer's (push), starting with the next rank so that the ranks'
- * stores spread over the peers. */
-RCCLX_DEVICE void rcclx_ll_publish(const rcclx_dev_comm& c, size_t off, uint32_t data, uint32_t tag) {
-  if (!(c.flags & RCCLX_VIEW_LL_PUSH)) {
-    rcclx_ll_st(c, rcclx_ll_at(c, c.rank, off), data, tag);
-    return;
-  }
-  for (int i = 1; i < c.nranks; ++i) {
+/* This rank's header word (nwords 1: data d[0]) or data line (nwords 2:
+ * d[0], d[1]) at byte offset `off` of its own source slot, stored where
+ * every peer reads it: once into its own area (pull), or into each peer's
+ * (push), starting with the next rank so that the ranks' stores spread
+ * over the peers. */
+RCCLX_DEVICE void rcclx_ll_publish(const rcclx_dev_comm& c, size_t off, const uint32_t* d, int nwords, uint32_t tag) {
+  const int push = (c.flags & RCCLX_VIEW_LL_PUSH) != 0;
+  for (int i = push ? 1 : 0; i < (push ? c.nranks : 1); ++i) {
     const int q = c.rank + i < c.nranks ? c.rank + i : c.rank + i - c.nranks;
-    rcclx_ll_st(c, rcclx_ll_at(c, q, off), data, tag);
-  }
-}
-RCCLX_DEVICE void rcclx_ll_publish_line(const rcclx_dev_comm& c, size_t off, const uint32_t* d, uint32_t tag) {
-  if (!(c.flags & RCCLX_VIEW_LL_PUSH)) {
-    rcclx_ll_st_line(c, rcclx_ll_at(c, c.rank, off), d, tag);
-    return;
-  }
-  for (int i = 1; i < c.nranks; ++i) {
-    const int q = c.rank + i < c.nranks ? c.rank + i : c.rank + i - c.nranks;
-    rcclx_ll_st_line(c, rcclx_ll_at(c, q, off), d, tag);
+    uint64_t* p = rcclx_ll_at(c, q, off);
+    if (nwords == 2) rcclx_ll_st_line(c, p, d, tag);
+    else rcclx_ll_st(c, p, d[0], tag);
   }
 }
 /* The load of a line of data words at byte offset `off`
@@ -262,9 +252,9 @@ RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t 
   const size_t stride = (size_t)g * nt, nlines = RCCLX_LL_MAX_BYTES / 8;
   const uint32_t zero[2] = {0u, 0u}, tag = k - 1u;
   for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
-    rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), 0u, tag);
+    rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), zero, 1, tag);
   for (size_t L = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, g); L < nlines; L += stride)
-    rcclx_ll_publish_line(c, rcclx_ll_line_offset(buf, c.rank, L), zero, tag);
+    rcclx_ll_publish(c, rcclx_ll_line_offset(buf, c.rank, L), zero, 2, tag);
   const int r = rcclx_barrier_block(c, (int)blockIdx.x, sig);
   if (r == RCCLX_BARRIER_OK)
     for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
@@ -322,12 +312,12 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   /* 1. The headers of the block's slots, then its lines, into my own LL
    * buffer k & 1. */
   for (int s = b + tid * g; s < c.nblocks; s += slot_step)
-    rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), sig, tag);
-  if (L0 < nlines) rcclx_ll_publish_line(c, rcclx_ll_line_offset(buf, c.rank, L0), first, tag);
+    rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), &sig, 1, tag);
+  if (L0 < nlines) rcclx_ll_publish(c, rcclx_ll_line_offset(buf, c.rank, L0), first, 2, tag);
   for (uint32_t L = L0 + stride; L < nlines; L += stride) {
     uint32_t d[2];
     rcclx_ll_load_clipped(send, L, n, d);
-    rcclx_ll_publish_line(c, rcclx_ll_line_offset(buf, c.rank, L), d, tag);
+    rcclx_ll_publish(c, rcclx_ll_line_offset(buf, c.rank, L), d, 2, tag);
   }
   RCCLX_TRACE(c, k, 1);
   __syncthreads(); /* mismatch_seen and headers_seen are initialised */
