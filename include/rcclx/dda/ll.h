@@ -309,8 +309,9 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   RCCLX_TRACE(c, k, 0);
   if (k - cleaned >= RCCLX_LL_RETAG_CALLS && rcclx_ll_retag(c, buf, k, sig) != RCCLX_BARRIER_OK) return;
 
-  /* 1. The headers of the block's slots, then its lines, into my own LL
-   * buffer k & 1. */
+  /* 1. The headers of the block's slots, then its lines, into this rank's
+   * source slot of LL buffer k & 1 (its own area, or every peer's:
+   * rcclx_ll_publish). */
   for (int s = b + tid * g; s < c.nblocks; s += slot_step)
     rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), &sig, 1, tag);
   if (L0 < nlines) rcclx_ll_publish(c, rcclx_ll_line_offset(buf, c.rank, L0), first, 2, tag);
@@ -377,7 +378,8 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   const int push = (c.flags & RCCLX_VIEW_LL_PUSH) != 0;
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
     /* Source q's line: at off + q * RCCLX_LL_SLOT_BYTES of q's area
-     * (pull) or of this rank's (push). */
+     * (pull) or of this rank's (push): rcclx_ll_owner, with the flag read
+     * once above. */
     const size_t off = rcclx_ll_line_offset(buf, 0, L);
     uint64_t x[NMAX][2];
     RCCLX_UNROLL
