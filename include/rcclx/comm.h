@@ -266,6 +266,23 @@ typedef struct rcclx_config {
 
 typedef enum { RCCLX_COMM_LOCAL = 1, RCCLX_COMM_IPC = 2 } rcclx_comm_kind;
 
+/* A GPU's place on the PCI bus: how one process per rank (IPC) finds the
+ * ranks that share its GPU, which decides the grid (co-residency) and
+ * whether device-scope ordering is enough.  All three parts count: GPUs in
+ * different PCI domains can have the same bus and device numbers. */
+typedef struct rcclx_pci_location {
+  int32_t domain, bus, device;
+} rcclx_pci_location;
+
+/* How many of the locations all[0..nranks) are `mine` (its own included
+ * when listed). */
+RCCLX_HOST int rcclx_ranks_on_gpu(const rcclx_pci_location* all, int nranks, const rcclx_pci_location* mine) {
+  int n = 0;
+  for (int q = 0; q < nranks; ++q)
+    n += all[q].domain == mine->domain && all[q].bus == mine->bus && all[q].device == mine->device;
+  return n;
+}
+
 /* The low-precision switches (rcclx/fp8/lowp_plan.h) as the environment
  * held them when the communicator was created, read once then (as RCCLX
  * reads its parameters), never on a call: a call neither pays for the

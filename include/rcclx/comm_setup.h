@@ -230,8 +230,8 @@ RCCLX_HOST rcclx_status rcclx_comms_init_local(int nranks, const int* devices, c
 typedef struct rcclx_ipc_card {
   hipIpcMemHandle_t handle, polled_handle; /* registered buffer, polled area */
   int32_t rank, nranks, nthreads, max_blocks;
-  int32_t pci_bus, pci_device, pci_domain, system_scope;
-  int32_t ll_push, pad;
+  rcclx_pci_location pci; /* which GPU: the ranks sharing it (rcclx_ranks_on_gpu) */
+  int32_t system_scope, ll_push;
   uint64_t region_bytes, watchdog_ns;
 } rcclx_ipc_card;
 
@@ -257,9 +257,11 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
   if (st == RCCLX_SUCCESS && (hipIpcGetMemHandle(&mine.handle, c->alloc) != hipSuccess ||
                               hipIpcGetMemHandle(&mine.polled_handle, c->polled) != hipSuccess))
     st = RCCLX_ERR_PEER_ACCESS;
-  (void)hipDeviceGetAttribute(&mine.pci_bus, hipDeviceAttributePciBusId, device);
-  (void)hipDeviceGetAttribute(&mine.pci_device, hipDeviceAttributePciDeviceId, device);
-  mine.pci_domain = 0;
+  if (st == RCCLX_SUCCESS &&
+      (hipDeviceGetAttribute(&mine.pci.domain, hipDeviceAttributePciDomainID, device) != hipSuccess ||
+       hipDeviceGetAttribute(&mine.pci.bus, hipDeviceAttributePciBusId, device) != hipSuccess ||
+       hipDeviceGetAttribute(&mine.pci.device, hipDeviceAttributePciDeviceId, device) != hipSuccess))
+    st = RCCLX_ERR_RUNTIME;
   mine.rank = rank;
   mine.nranks = nranks;
   mine.nthreads = cfg.nthreads;
@@ -271,7 +273,7 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
   /* Even a failed rank joins the exchange, so the others do not wait forever. */
   if (st != RCCLX_SUCCESS) mine.nranks = -1;
   if (allgather(ctx, &mine, cards, sizeof(rcclx_ipc_card)) != 0) st = RCCLX_ERR_RUNTIME;
-  int share = 0;
+  rcclx_pci_location where[RCCLX_MAX_RANKS];
   for (int q = 0; q < nranks && st == RCCLX_SUCCESS; ++q) {
     const rcclx_ipc_card* k = &cards[q];
     if (k->nranks == -1) st = RCCLX_ERR_PEER_ACCESS;
@@ -279,8 +281,9 @@ RCCLX_HOST rcclx_status rcclx_comm_init_ipc(int rank, int nranks, int device, co
              k->region_bytes != mine.region_bytes || k->watchdog_ns != mine.watchdog_ns ||
              k->system_scope != mine.system_scope || k->ll_push != mine.ll_push)
       st = RCCLX_ERR_RANK_MISMATCH;
-    share += k->pci_bus == mine.pci_bus && k->pci_device == mine.pci_device;
+    where[q] = k->pci;
   }
+  const int share = st == RCCLX_SUCCESS ? rcclx_ranks_on_gpu(where, nranks, &mine.pci) : 0;
   c->ranks_on_device = share;
   int nblocks = 0;
   if (st == RCCLX_SUCCESS) st = rcclx_comm_grid_(&cfg, device, share, &nblocks);

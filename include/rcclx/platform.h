@@ -146,6 +146,7 @@
 #  define hipDeviceAttributeWarpSize cudaDevAttrWarpSize
 #  define hipDeviceAttributePciBusId cudaDevAttrPciBusId
 #  define hipDeviceAttributePciDeviceId cudaDevAttrPciDeviceId
+#  define hipDeviceAttributePciDomainID cudaDevAttrPciDomainId
 #  define hipDeviceAttributeComputeCapabilityMajor cudaDevAttrComputeCapabilityMajor
 #  define hipDeviceAttributeClockRate cudaDevAttrClockRate
 #  define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor

@@ -199,6 +199,20 @@ TEST_CASE("algorithm choice, chunking, signatures, config", "[dda_plan]") {
   CHECK(rcclx_tree_shard_vectors(10, 4) == 3);
 }
 
+TEST_CASE("IPC ranks share a GPU only at the same PCI domain, bus and device", "[dda_plan]") {
+  // Two GPUs at bus 0x0c, device 0 of domains 0 and 1 (as on hosts with
+  // several PCI segments), two ranks on each, and one rank alone.
+  const rcclx_pci_location all[5] = {{0, 0x0c, 0}, {1, 0x0c, 0}, {0, 0x0c, 0}, {1, 0x0c, 0}, {0, 0x0d, 0}};
+  CHECK(rcclx_ranks_on_gpu(all, 5, &all[0]) == 2);
+  CHECK(rcclx_ranks_on_gpu(all, 5, &all[1]) == 2);
+  CHECK(rcclx_ranks_on_gpu(all, 5, &all[4]) == 1);
+  const rcclx_pci_location other_device = {0, 0x0c, 1};
+  CHECK(rcclx_ranks_on_gpu(all, 5, &other_device) == 0);
+  CHECK(rcclx_ranks_on_gpu(all, 2, &all[2]) == 1);  // only the first nranks count
+  const rcclx_pci_location one_gpu[3] = {{2, 0x41, 0}, {2, 0x41, 0}, {2, 0x41, 0}};
+  CHECK(rcclx_ranks_on_gpu(one_gpu, 3, &one_gpu[1]) == 3);  // every rank on one GPU: device scope
+}
+
 TEST_CASE("where peers read a call's message", "[dda_plan]") {
   static char buffer[4 * 4096];
   rcclx_comm c;
