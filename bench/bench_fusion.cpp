@@ -87,29 +87,30 @@ int main(int argc, char** argv) {
     }
     // AllReduce + residual + RMSNorm, hidden 8192.
     const size_t H = 8192;
-    rcclx_bf16 *res = nullptr, *wt = nullptr;
-    CK(hipMalloc((void**)&res, 1024 * H * 2));
-    CK(hipMalloc((void**)&wt, H * 2));
-    bench_fill_kernel<<<256, 256>>>((uint16_t*)res, 1024 * H, 3);
-    bench_fill_kernel<<<256, 256>>>((uint16_t*)wt, H, 4);
-    for (int r = 0; r < R; ++r)
-      bench_fill_kernel<<<256, 256>>>((uint16_t*)rcclx_comm_input(&rs.comm[r]), 1024 * H, r);
-    CK(hipDeviceSynchronize());
-    std::vector<rcclx_bf16*> res_out(R), o(R), s_all(R);
+    // Per rank, on its device: the residual and weight inputs (the same
+    // values on every rank), outputs.
+    std::vector<rcclx_bf16*> res(R), wt(R), res_out(R), o(R), s_all(R);
     for (int r = 0; r < R; ++r) {
+      rs.on(r);
+      CK(hipMalloc((void**)&res[r], 1024 * H * 2));
+      CK(hipMalloc((void**)&wt[r], H * 2));
+      bench_fill_kernel<<<256, 256>>>((uint16_t*)res[r], 1024 * H, 3);
+      bench_fill_kernel<<<256, 256>>>((uint16_t*)wt[r], H, 4);
+      bench_fill_kernel<<<256, 256>>>((uint16_t*)rcclx_comm_input(&rs.comm[r]), 1024 * H, r);
       CK(hipMalloc((void**)&res_out[r], 1024 * H * 2));
       CK(hipMalloc((void**)&o[r], 1024 * H * 2));
       CK(hipMalloc((void**)&s_all[r], 1024 * H * 2));
     }
+    CK(rs.settle());
     for (size_t T : {(size_t)1, (size_t)16, (size_t)128, (size_t)1024}) {
       const double unf = time_graph(rs, [&](int r) {
         RK(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), s_all[r], T * H, RCCLX_BFLOAT16, RCCLX_SUM,
                            RCCLX_ALGO_AUTO, rs.stream[r]));
         rmsnorm_unfused_kernel<<<(unsigned)(T < 1024 ? T : 1024), RMSNORM_THREADS, 0, rs.stream[r]>>>(
-            s_all[r], T, H, res, res_out[r], wt, 1e-6f, o[r], nullptr, nullptr);
+            s_all[r], T, H, res[r], res_out[r], wt[r], 1e-6f, o[r], nullptr, nullptr);
       });
       const double fus = time_graph(rs, [&](int r) {
-        RK(allreduce_rmsnorm(&rs.comm[r], T, H, res, res_out[r], wt, 1e-6f, o[r], nullptr, nullptr, rs.stream[r]));
+        RK(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], res_out[r], wt[r], 1e-6f, o[r], nullptr, nullptr, rs.stream[r]));
       });
       fprintf(csv, "%d,allreduce_rmsnorm,%zu,%zu,0,unfused,%.3f,1.000\n", R, T, H, unf);
       fprintf(csv, "%d,allreduce_rmsnorm,%zu,%zu,0,fused,%.3f,%.3f\n", R, T, H, fus, unf / fus);
@@ -119,9 +120,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < R; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
     for (int r = 0; r < R && vendor; ++r) vendor_gemm_destroy(vh[r]);
     for (int r = 0; r < R; ++r)
-      for (auto p : {X[r], W[r], Y[r], out[r], res_out[r], o[r], s_all[r]}) (void)hipFree(p);
-    (void)hipFree(res);
-    (void)hipFree(wt);
+      for (auto p : {X[r], W[r], Y[r], out[r], res[r], wt[r], res_out[r], o[r], s_all[r]}) (void)hipFree(p);
   }
   fclose(csv);
   return 0;

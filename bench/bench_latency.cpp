@@ -109,11 +109,12 @@ int main(int argc, char** argv) {
     unsigned long long* trace_blocks = nullptr;  // lib_trace_blocks read back
     CK(hipMalloc(&trace_blocks, sizeof(unsigned long long) * nblk_stamps));
     for (int r = 0; r < N; ++r) {
+      on.on(r);
       CK(hipMalloc(&in[r], max_bytes));
       CK(hipMalloc(&out[r], max_bytes));
       bench_fill_kernel<<<16, 256>>>((uint16_t*)in[r], max_bytes / 2, r);
     }
-    CK(hipDeviceSynchronize());
+    CK(on.settle());
     const rcclx_dev_comm& v0 = on.comm[0].view;
     const dim3 grid((unsigned)v0.nblocks), block((unsigned)v0.nthreads);
     const uint32_t sig = rcclx_call_signature(n, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_FLAT, RCCLX_SRC_STAGED);

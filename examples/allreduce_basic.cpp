@@ -31,6 +31,9 @@ int main() {
     CHECK_HIP(hipMalloc((void**)&data[r], count * 2));
     for (size_t i = 0; i < count; ++i) host[i] = rcclx_f32_to_bf16_rn((float)(r + 1));  // rank r holds r+1
     CHECK_HIP(hipMemcpy(data[r], host.data(), count * 2, hipMemcpyHostToDevice));
+    // A copy from pageable memory may return before it lands, and the
+    // non-blocking rank stream does not wait for it: wait here.
+    CHECK_HIP(hipDeviceSynchronize());
   }
   // Every rank calls with the same count/dtype/op; in place; each on its own stream.
   for (int r = 0; r < nranks; ++r) {

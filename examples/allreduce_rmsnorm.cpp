@@ -45,6 +45,7 @@ int main() {
     CHECK_HIP(hipMalloc((void**)&out[r], n * 2));
     CHECK_HIP(hipMemcpy(residual[r], one.data(), n * 2, hipMemcpyHostToDevice));
     CHECK_HIP(hipMemcpy(weight[r], two.data(), hidden * 2, hipMemcpyHostToDevice));
+    CHECK_HIP(hipDeviceSynchronize());  // the uploads land before the non-blocking rank stream runs
   }
   // The fused call on every rank, each on its own stream; the residual is
   // updated in place.

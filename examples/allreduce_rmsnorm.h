@@ -140,11 +140,15 @@ static inline rcclx_status allreduce_rmsnorm(rcclx_comm* comm, size_t tokens, si
   // The barrier needs every rank's grid co-resident (virtual ranks share a GPU).
   const void* k = v.nranks <= 4 ? (const void*)allreduce_rmsnorm_kernel<4> : (const void*)allreduce_rmsnorm_kernel<8>;
   RCCLX_TRY(rcclx_comm_check_coresident(comm, k, RMSNORM_THREADS, v.nblocks));
+  int prev = 0;  // the launch goes to the rank's GPU, whichever is current
+  RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
   if (v.nranks <= 4)
     allreduce_rmsnorm_kernel<4><<<v.nblocks, RMSNORM_THREADS, 0, stream>>>(v, tokens, hidden, residual_in, residual_out,
                                                                           weight, eps, out, out_fp8, out_scale);
   else
     allreduce_rmsnorm_kernel<8><<<v.nblocks, RMSNORM_THREADS, 0, stream>>>(v, tokens, hidden, residual_in, residual_out,
                                                                           weight, eps, out, out_fp8, out_scale);
-  return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
+  const hipError_t e = hipGetLastError();
+  (void)hipSetDevice(prev);
+  return e == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
 }

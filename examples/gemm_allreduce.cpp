@@ -42,12 +42,14 @@ int main() {
     CHECK_HIP(hipMalloc((void**)&unfused[r], (size_t)M * N * 2));
     CHECK_HIP(hipMemcpy(X[r], x.data(), x.size() * 2, hipMemcpyHostToDevice));
     CHECK_HIP(hipMemcpy(W[r], w.data(), w.size() * 2, hipMemcpyHostToDevice));
+    CHECK_HIP(hipDeviceSynchronize());  // the uploads land before the non-blocking rank stream runs
   }
   // Fused: one persistent kernel per rank computes, publishes and reduces tiles.
   for (int r = 0; r < nranks; ++r)
     if (gemm_allreduce_fused(&comms[r], X[r], W[r], fused[r], M, N, K, streams[r]) != RCCLX_SUCCESS) return 1;
   // Unfused: GEMM into a buffer, then the AllReduce copies it in.
   for (int r = 0; r < nranks; ++r) {
+    CHECK_HIP(hipSetDevice(devices[r]));  // the plain GEMM launches on the current device
     if (gemm_bf16(X[r], W[r], Y[r], M, N, K, streams[r]) != RCCLX_SUCCESS) return 1;
     if (rcclx_allreduce(&comms[r], Y[r], unfused[r], (size_t)M * N, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_AUTO,
                         streams[r]) != RCCLX_SUCCESS)

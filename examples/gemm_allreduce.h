@@ -130,6 +130,8 @@ static inline rcclx_status gemm_check(const void* X, const void* W, const void* 
   return RCCLX_SUCCESS;
 }
 
+// The plain GEMM (no communicator): launches on the current device, so
+// stream must belong to it.
 static inline rcclx_status gemm_bf16(const rcclx_bf16* X, const rcclx_bf16* W, rcclx_bf16* Y, int M, int N, int K,
                                      hipStream_t stream) {
   RCCLX_TRY(gemm_check(X, W, Y, M, N, K));
@@ -152,7 +154,11 @@ static inline rcclx_status gemm_allreduce_fused(rcclx_comm* comm, const rcclx_bf
   const int grid = tiles < v.nblocks ? tiles : v.nblocks;
   const void* k = v.nranks <= 4 ? (const void*)gemm_allreduce_fused_kernel<4> : (const void*)gemm_allreduce_fused_kernel<8>;
   RCCLX_TRY(rcclx_comm_check_coresident(comm, k, GEMM_THREADS, grid));
+  int prev = 0;  // the launch goes to the rank's GPU, whichever is current
+  RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
   if (v.nranks <= 4) gemm_allreduce_fused_kernel<4><<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);
   else gemm_allreduce_fused_kernel<8><<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);
-  return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
+  const hipError_t e = hipGetLastError();
+  (void)hipSetDevice(prev);
+  return e == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
 }

@@ -92,6 +92,10 @@ static inline rcclx_status gemm_allreduce_fused_fp8(rcclx_comm* comm, const rccl
       : w.format == RCCLX_FP8_E5M2     ? gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E5M2>
                                        : gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E5M2FNUZ>;
   RCCLX_TRY(rcclx_comm_check_coresident(comm, (const void*)kernel, GEMM_THREADS, grid));
+  int prev = 0;  // the launch goes to the rank's GPU, whichever is current
+  RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
   kernel<<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K, w);
-  return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
+  const hipError_t e = hipGetLastError();
+  (void)hipSetDevice(prev);
+  return e == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
 }

@@ -31,6 +31,16 @@ RCCLX_HOST rcclx_status rcclx_set_device_(int device, int* previous) {
   return RCCLX_SUCCESS;
 }
 
+/* Makes the rank's GPU current, as a host call that launches into the
+ * rank's stream needs (one host thread may drive ranks on several GPUs);
+ * *previous gets the caller's device, to give back with hipSetDevice.
+ * Every rcclx launcher does this itself; a user's launcher of a fused
+ * kernel calls it (examples/). */
+RCCLX_HOST rcclx_status rcclx_comm_use_device(const rcclx_comm* comm, int* previous) {
+  if (!comm || !previous) return RCCLX_ERR_NULL_POINTER;
+  return rcclx_set_device_(comm->device, previous);
+}
+
 /* What rcclx_comm_check_coresident_memo remembers of one kernel, per device
  * (ordinals below RCCLX_OCCUPANCY_MEMO_DEVICES; others are asked every
  * time): the block size asked for, the kernel's blocks per multiprocessor
@@ -59,10 +69,14 @@ RCCLX_HOST rcclx_status rcclx_comm_check_coresident_memo(const rcclx_comm* comm,
   uint64_t* slot = memo && d >= 0 && d < RCCLX_OCCUPANCY_MEMO_DEVICES ? &memo->word[d] : NULL;
   uint64_t w = slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0u;
   if ((long)(w >> 40) != (long)threads) {
-    int occ = 0, sms = 0;
-    if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, 0) != hipSuccess ||
-        hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, d) != hipSuccess || occ < 0 ||
-        occ > 0xFFFF || sms < 0 || sms > 0xFFFFFF)
+    /* The occupancy query answers for the current device: make it the
+     * rank's for the call (a host thread may drive ranks on several GPUs). */
+    int occ = 0, sms = 0, prev = 0;
+    RCCLX_TRY(rcclx_set_device_(d, &prev));
+    const hipError_t e = hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, 0);
+    if (prev != d) (void)hipSetDevice(prev);
+    if (e != hipSuccess || hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, d) != hipSuccess ||
+        occ < 0 || occ > 0xFFFF || sms < 0 || sms > 0xFFFFFF)
       return RCCLX_ERR_RUNTIME;
     w = ((uint64_t)(uint32_t)threads << 40) | ((uint64_t)sms << 16) | (uint64_t)occ;
     if (slot) __atomic_store_n(slot, w, __ATOMIC_RELAXED);

@@ -3,6 +3,7 @@
 // when enough GPUs exist, else N virtual ranks on GPU 0.
 #pragma once
 #include <rcclx/rcclx.h>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -76,6 +77,18 @@ struct rank_set {
     }
     return e;
   }
+  // Makes rank r's device current and returns rank r's stream: what a
+  // kernel launch, an allocation or an occupancy query for rank r needs
+  // first.  (With virtual ranks every rank is on device 0, so a missing
+  // switch shows only on several GPUs: a launch into another device's
+  // stream fails there.)  Aborts if the device cannot be made current.
+  hipStream_t on(int r) {
+    if (hipSetDevice(dev[r]) != hipSuccess) {
+      fprintf(stderr, "rank_set: hipSetDevice(%d) failed for rank %d\n", dev[r], r);
+      abort();
+    }
+    return stream[r];
+  }
   hipError_t sync() {
     hipError_t e = hipSuccess;
     for (int r = 0; r < n; ++r) {
@@ -87,13 +100,19 @@ struct rank_set {
   // Captures `body(r)` for every rank, `repeat` times, into one graph on rank
   // 0's stream that forks to every rank's stream and joins back (once
   // around all repetitions, or around each with join_each); *exec is
-  // launched on stream[0] and destroyed by the caller.
+  // launched on stream[0] and destroyed by the caller.  body(r) runs with
+  // rank r's device current (it may launch into stream[r] directly); device
+  // 0's is current on return.  Each join event lives on its rank's device
+  // (an event is recorded only on a stream of its own device).
   hipError_t capture(int repeat, const std::function<void(int)>& body, hipGraphExec_t* exec, bool join_each = false) {
     std::vector<hipEvent_t> ev(n + 1, nullptr);
     hipGraph_t g = nullptr;
-    hipError_t e = hipSetDevice(dev[0]);
-    for (auto& x : ev)
-      if (e == hipSuccess) e = hipEventCreateWithFlags(&x, hipEventDisableTiming);
+    hipError_t e = hipSuccess;
+    for (int r = 0; r <= n && e == hipSuccess; ++r) {
+      e = hipSetDevice(dev[r < n ? r : 0]);  // ev[n], the fork, is recorded on stream[0]
+      if (e == hipSuccess) e = hipEventCreateWithFlags(&ev[r], hipEventDisableTiming);
+    }
+    if (e == hipSuccess) e = hipSetDevice(dev[0]);
     if (e == hipSuccess) e = hipStreamBeginCapture(stream[0], hipStreamCaptureModeRelaxed);
     auto fork = [&] {
       if (e == hipSuccess) e = hipEventRecord(ev[n], stream[0]);
@@ -108,8 +127,12 @@ struct rank_set {
     fork();
     for (int k = 0; k < repeat && e == hipSuccess; ++k) {
       if (join_each && k > 0) { join(); fork(); }
-      for (int r = 0; r < n; ++r) body(r);
+      for (int r = 0; r < n && e == hipSuccess; ++r) {
+        e = hipSetDevice(dev[r]);
+        if (e == hipSuccess) body(r);
+      }
     }
+    if (e == hipSuccess) e = hipSetDevice(dev[0]);
     join();
     hipError_t end = hipStreamEndCapture(stream[0], &g);
     if (e == hipSuccess) e = end;

@@ -253,7 +253,7 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n, bo
   auto &seed = vb.seed;
   auto &err = vb.err;
   auto step = [&](int r) {
-    hipStream_t s = rs.stream[r];
+    hipStream_t s = rs.on(r);
     fill_kernel<<<64, 256, 0, s>>>(in[r], n, seed[r], r);
     REQUIRE(rcclx_allreduce(&rs.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, algo, s) == RCCLX_SUCCESS);
     verify_kernel<<<64, 256, 0, s>>>(out[r], n, seed[r], N, r, err[r]);
@@ -264,10 +264,7 @@ static void repeated(int N, int calls, bool graph, rcclx_algo algo, size_t n, bo
     // 64 calls bounds it).  Needs eager kernel loading (tests/gpu/ranks.h):
     // under lazy loading the first verify_kernel launch deadlocked here.
     for (int i = 0; i < calls; ++i) {
-      for (int r = 0; r < N; ++r) {
-        GPU_REQUIRE(hipSetDevice(rs.dev[r]));
-        step(r);
-      }
+      for (int r = 0; r < N; ++r) step(r);
       if (i % 64 == 63) GPU_REQUIRE(rs.sync());
     }
     GPU_REQUIRE(rs.sync());
@@ -419,7 +416,7 @@ TEST_CASE("dda allreduce: LL with changing sizes, interleaved with flat and tree
     const size_t n = sizes[i % 10];
     const rcclx_algo a = i % 7 == 3 ? RCCLX_ALGO_FLAT : i % 7 == 5 ? RCCLX_ALGO_TREE : RCCLX_ALGO_LL;
     for (int r = 0; r < N; ++r) {
-      hipStream_t s = rs.stream[r];
+      hipStream_t s = rs.on(r);
       fill_kernel<<<64, 256, 0, s>>>(in[r], n, seed[r], r);
       REQUIRE(rcclx_allreduce(&rs.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, a, s) == RCCLX_SUCCESS);
       verify_kernel<<<64, 256, 0, s>>>(out[r], n, seed[r], N, r, err[r]);
@@ -488,7 +485,7 @@ TEST_CASE("dda allreduce: LL re-tagging and the wrap of its call count", "[gpu][
   verify_bufs vb(rs, big);
   auto run = [&](size_t n, bool late) {
     for (int r = 0; r < N; ++r) {
-      hipStream_t s = rs.stream[r];
+      hipStream_t s = rs.on(r);
       fill_kernel<<<64, 256, 0, s>>>(vb.in[r], n, vb.seed[r], r);
       if (late && r == 0) delay_kernel<<<1, 1, 0, s>>>(20ll * 1000 * 1000);  // ~10 ms
       REQUIRE(rcclx_allreduce(&rs.comm[r], vb.in[r], vb.out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_LL, s) ==
@@ -546,6 +543,7 @@ TEST_CASE("dda allreduce: LL on NaN payloads and -0.0, bitwise the flat kernel's
   for (int r = 0; r < N; ++r) h[r][9].bits = 0x8000;  // -0.0 everywhere: the sum is -0.0
   std::vector<rcclx_bf16*> in(N), out(N);
   for (int r = 0; r < N; ++r) {
+    rs.on(r);
     GPU_REQUIRE(hipMalloc((void**)&in[r], n * 2));
     GPU_REQUIRE(hipMalloc((void**)&out[r], n * 2));
     GPU_REQUIRE(hipMemcpy(in[r], h[r].data(), n * 2, hipMemcpyHostToDevice));

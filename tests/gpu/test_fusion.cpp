@@ -93,19 +93,19 @@ void gemm_case(rank_set& rs, int M, int N, int K, int repeat, std::mt19937& rng,
       REQUIRE(gemm_allreduce_fused(&rs.comm[r], dX[r], dW[r], o_fused[r], M, N, K, rs.stream[r]) == RCCLX_SUCCESS);
     for (int r = 0; r < R; ++r) {  // epilogue into the registered input, zero-copy AllReduce
       rcclx_bf16* in = (rcclx_bf16*)rcclx_comm_input(&rs.comm[r]);
-      REQUIRE(gemm_bf16(dX[r], dW[r], in, M, N, K, rs.stream[r]) == RCCLX_SUCCESS);
+      REQUIRE(gemm_bf16(dX[r], dW[r], in, M, N, K, rs.on(r)) == RCCLX_SUCCESS);
       REQUIRE(rcclx_allreduce(&rs.comm[r], in, o_epi[r], n, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[r]) ==
               RCCLX_SUCCESS);
     }
     for (int r = 0; r < R; ++r) {  // unfused: GEMM to its own buffer, AllReduce copies it in
-      REQUIRE(gemm_bf16(dX[r], dW[r], y[r], M, N, K, rs.stream[r]) == RCCLX_SUCCESS);
+      REQUIRE(gemm_bf16(dX[r], dW[r], y[r], M, N, K, rs.on(r)) == RCCLX_SUCCESS);
       REQUIRE(rcclx_allreduce(&rs.comm[r], y[r], o_unf[r], n, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_AUTO, rs.stream[r]) ==
               RCCLX_SUCCESS);
     }
     for (int r = 0; r < R; ++r)  // FP8 fused: the epilogue quantizes its tile into the registered buffer
       REQUIRE(gemm_allreduce_fused_fp8(&rs.comm[r], dX[r], dW[r], o_f8[r], M, N, K, w, rs.stream[r]) == RCCLX_SUCCESS);
     for (int r = 0; r < R; ++r) {  // its unfused twin: the same GEMM, then the low-precision AllReduce
-      REQUIRE(gemm_bf16(dX[r], dW[r], y[r], M, N, K, rs.stream[r]) == RCCLX_SUCCESS);
+      REQUIRE(gemm_bf16(dX[r], dW[r], y[r], M, N, K, rs.on(r)) == RCCLX_SUCCESS);
       REQUIRE(rcclx_lowp_allreduce(&rs.comm[r], y[r], o_lp[r], n, RCCLX_BFLOAT16, RCCLX_ALGO_FLAT, w, rs.stream[r]) ==
               RCCLX_SUCCESS);
     }
@@ -250,7 +250,7 @@ void rmsnorm_case(rank_set& rs, size_t T, size_t H, bool fp8, std::mt19937& rng)
   for (int r = 0; r < R; ++r) {  // unfused: zero-copy AllReduce, then add + RMSNorm
     REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), s_all[r], n, RCCLX_BFLOAT16, RCCLX_SUM,
                             RCCLX_ALGO_AUTO, rs.stream[r]) == RCCLX_SUCCESS);
-    rmsnorm_unfused_kernel<<<(unsigned)std::min<size_t>(T, 1024), RMSNORM_THREADS, 0, rs.stream[r]>>>(
+    rmsnorm_unfused_kernel<<<(unsigned)std::min<size_t>(T, 1024), RMSNORM_THREADS, 0, rs.on(r)>>>(
         s_all[r], T, H, d_res[r], res_u[r], d_w[r], eps, out_u[r], q_u[r], sc_u[r]);
     GPU_REQUIRE(hipGetLastError());
   }
@@ -313,6 +313,7 @@ TEST_CASE("fusion: fused GEMM + AllReduce under graph capture, 20 replays", "[gp
   std::mt19937 rng(37);
   std::vector<rcclx_bf16*> dX(4), dW(4), out(4), y(4), ref(4);
   for (int r = 0; r < 4; ++r) {
+    rs.on(r);
     dX[r] = poisoned<rcclx_bf16>((size_t)M * K); dW[r] = poisoned<rcclx_bf16>((size_t)K * N);
     out[r] = poisoned<rcclx_bf16>((size_t)M * N); y[r] = poisoned<rcclx_bf16>((size_t)M * N);
     ref[r] = poisoned<rcclx_bf16>((size_t)M * N);
@@ -333,7 +334,7 @@ TEST_CASE("fusion: fused GEMM + AllReduce under graph capture, 20 replays", "[gp
     GPU_REQUIRE(hipGraphLaunch(ge, rs.stream[0]));
     GPU_REQUIRE(hipStreamSynchronize(rs.stream[0]));
     for (int r = 0; r < 4; ++r) {  // the unfused way on the same data
-      REQUIRE(gemm_bf16(dX[r], dW[r], y[r], M, N, K, rs.stream[r]) == RCCLX_SUCCESS);
+      REQUIRE(gemm_bf16(dX[r], dW[r], y[r], M, N, K, rs.on(r)) == RCCLX_SUCCESS);
       REQUIRE(rcclx_allreduce(&rs.comm[r], y[r], ref[r], (size_t)M * N, RCCLX_BFLOAT16, RCCLX_SUM, RCCLX_ALGO_FLAT,
                               rs.stream[r]) == RCCLX_SUCCESS);
     }
@@ -360,6 +361,7 @@ TEST_CASE("fusion: a rank that never publishes is reported, not hung", "[gpu][fu
   std::mt19937 rng(43);
   std::vector<rcclx_bf16*> dX(R), dW(R), out(R);
   for (int r = 0; r < R; ++r) {
+    rs.on(r);
     dX[r] = to_device(random_bf16((size_t)M * K, rng, 1.0f));
     dW[r] = to_device(random_bf16((size_t)K * N, rng, 0.1f));
     out[r] = poisoned<rcclx_bf16>((size_t)M * N);
