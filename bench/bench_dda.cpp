@@ -3,14 +3,32 @@
 // Baselines measured in the same run: an empty kernel per rank with the same
 // fork/join graph (the launch floor) and a device-to-device copy of the
 // unique bytes (each rank's input read once + output written once).
+// Where every rank has a GPU of its own, NCCL (PyTorch's bundled libnccl,
+// loaded at run time: nccl_baseline.h) is timed the same way in the same
+// process, after a check of its result; with virtual ranks it cannot run
+// (NCCL refuses two ranks on one GPU) and the output says so.
 // Output: CSV on stdout's file (argv[1]) and a table on stdout.
-#include "timing.h"
+// `bench_dda --nccl-selftest`: the NCCL baseline's plumbing on one GPU.
+#include "nccl_baseline.h"
 
 __global__ void empty_kernel() {}
 
 int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--nccl-selftest") == 0) {
+    int ndev = 0;
+    if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) {
+      fprintf(stderr, "bench_dda: no GPU found; --nccl-selftest needs one\n");
+      return 2;
+    }
+    return bench_nccl_selftest();
+  }
   FILE* csv = bench_start(argc, argv, "bench_dda", "nranks,dtype,algo,bytes,us,empty_us,copy_us,algbw_GBps,busbw_GBps,frac_copy");
   if (!csv) return 1;
+  bench_nccl nccl;
+  char why[512];
+  const bool nccl_loaded = bench_nccl_load(&nccl, why, sizeof why) == 0;
+  if (nccl_loaded) printf("NCCL baseline: %s, version %d\n", nccl.name, nccl.version);
+  else printf("NCCL baseline: not loaded: %s\n", why);
   const size_t max_bytes = (size_t)64 << 20;
   const size_t sizes[] = {1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 2 << 20, 4 << 20, 32 << 20, 64 << 20};
   printf("%-3s %-5s %-5s %10s %10s %8s %8s %9s %7s\n", "N", "dtype", "algo", "bytes", "us", "floor", "copy_us", "busbw", "%copy");
@@ -36,6 +54,34 @@ int main(int argc, char** argv) {
       bench_fill_kernel<<<256, 256>>>((uint16_t*)rcclx_comm_input(&rs.comm[r]), rs.comm[r].view.region_bytes / 2, r);
       CK(hipDeviceSynchronize());
     }
+    bool with_nccl = nccl_loaded && bench_nccl_init(&nccl, rs.dev.data(), N, why, sizeof why) == 0;
+    if (nccl_loaded && !with_nccl) printf("NCCL baseline, %d ranks: not run: %s\n", N, why);
+    // One CSV row and table line.
+    auto row = [&](rcclx_dtype dt, const char* name, size_t bytes, double us, double floor, double copy) {
+      const double algbw = bytes / us / 1e3, busbw = algbw * 2.0 * (N - 1) / N;
+      fprintf(csv, "%d,%s,%s,%zu,%.3f,%.3f,%.3f,%.2f,%.2f,%.3f\n", N, rcclx_dtype_name(dt), name, bytes, us, floor, copy,
+              algbw, busbw, copy / us);
+      printf("%-3d %-5s %-7s %10zu %10.2f %8.2f %8.2f %9.1f %6.0f%%\n", N, rcclx_dtype_name(dt), name, bytes, us, floor,
+             copy, busbw, 100 * copy / us);
+      fflush(stdout);
+    };
+    // NCCL at one point (checked, then timed), or the baseline dropped for
+    // the rest of this rank count with the reason on stdout.
+    auto nccl_point = [&](rcclx_dtype dt, const char* name, size_t bytes, int K, bool join_each, double floor,
+                          double copy) {
+      if (!with_nccl) return;
+      const size_t count = bytes / rcclx_dtype_size(dt);
+      const double us = bench_nccl_check(rs, &nccl, in, out, count, dt, why, sizeof why) == 0
+                            ? bench_nccl_time(rs, &nccl, in, out, count, dt, K, 9, join_each, why, sizeof why)
+                            : -1.0;
+      if (us > 0) {
+        row(dt, name, bytes, us, floor, copy);
+        return;
+      }
+      printf("NCCL baseline, %d ranks: dropped: %s\n", N, why);
+      bench_nccl_fini(&nccl);
+      with_nccl = false;
+    };
     const double empty = time_graph(rs, [&](int r) { empty_kernel<<<1, 32, 0, rs.stream[r]>>>(); });
     // The floor as issue #3 defines it: fork/join around every call (every
     // rank's call must finish before any rank's next starts), for the
@@ -68,32 +114,24 @@ int main(int argc, char** argv) {
             RK(rcclx_allreduce(&set.comm[r], src, out[r], count, dt, RCCLX_SUM, algo, set.stream[r]));
           }, K, 9);
           for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&set.comm[r], nullptr));
-          const double algbw = bytes / us / 1e3, busbw = algbw * 2.0 * (N - 1) / N;
-          const double frac = copy / us;
           const char* names[] = {"auto_zc", "auto_staged", "flat_sys", "auto_sys"};
-          const char* name = a < 0 ? names[-a - 1] : rcclx_algo_name(algo);
-          fprintf(csv, "%d,%s,%s,%zu,%.3f,%.3f,%.3f,%.2f,%.2f,%.3f\n", N, rcclx_dtype_name(dt), name, bytes,
-                  us, empty, copy, algbw, busbw, frac);
-          printf("%-3d %-5s %-7s %10zu %10.2f %8.2f %8.2f %9.1f %6.0f%%\n", N, rcclx_dtype_name(dt), name,
-                 bytes, us, empty, copy, busbw, 100 * frac);
-          fflush(stdout);
+          row(dt, a < 0 ? names[-a - 1] : rcclx_algo_name(algo), bytes, us, empty, copy);
         }
-        if (bytes <= (64u << 10))  // small messages, fork/join per call (against empty_fj)
+        nccl_point(dt, "nccl", bytes, bytes >= (16u << 20) ? 5 : 20, false, empty, copy);
+        if (bytes <= (64u << 10)) {  // small messages, fork/join per call (against empty_fj)
           for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_AUTO}) {
             const size_t count = bytes / rcclx_dtype_size(dt);
             const double us = time_graph(rs, [&](int r) {
               RK(rcclx_allreduce(&rs.comm[r], in[r], out[r], count, dt, RCCLX_SUM, algo, rs.stream[r]));
             }, 20, 9, true);
             for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
-            const double algbw = bytes / us / 1e3, busbw = algbw * 2.0 * (N - 1) / N;
-            const char* name = algo == RCCLX_ALGO_FLAT ? "flat_fj" : "auto_fj";
-            fprintf(csv, "%d,%s,%s,%zu,%.3f,%.3f,%.3f,%.2f,%.2f,%.3f\n", N, rcclx_dtype_name(dt), name, bytes, us,
-                    empty_fj, copy, algbw, busbw, copy / us);
-            printf("%-3d %-5s %-7s %10zu %10.2f %8.2f %8.2f %9.1f %6.0f%%\n", N, rcclx_dtype_name(dt), name, bytes,
-                   us, empty_fj, copy, busbw, 100 * copy / us);
+            row(dt, algo == RCCLX_ALGO_FLAT ? "flat_fj" : "auto_fj", bytes, us, empty_fj, copy);
           }
+          nccl_point(dt, "nccl_fj", bytes, 20, true, empty_fj, copy);
+        }
       }
     }
+    if (with_nccl) bench_nccl_fini(&nccl);
     for (int r = 0; r < N; ++r) {
       (void)hipFree(in[r]); (void)hipFree(out[r]); (void)hipFree(scratch[r]);
     }

@@ -4,9 +4,11 @@
 //   AllReduce: the full-precision DDA path (auto) against low-precision flat
 //   and tree (default wire: e4m3, 128-element blocks, fp32 scales);
 //   ReduceScatter / AllGather / AllToAll: raw wire against FP8 wire.
+// Where every rank has a GPU of its own, the AllReduce rows also time NCCL
+// on bf16 (nccl_baseline.h; path nccl_bf16), checked first.
 // Output: CSV (argv[1]) and a table on stdout; speedups are against the
 // full-precision path measured in the same run.
-#include "timing.h"
+#include "nccl_baseline.h"
 
 int main(int argc, char** argv) {
   FILE* csv = bench_start(argc, argv, "bench_lowp", "nranks,collective,path,bytes_per_rank,us,wire_bytes_per_elem,speedup_vs_full");
@@ -15,6 +17,10 @@ int main(int argc, char** argv) {
   const size_t sizes[] = {(size_t)256 << 10, (size_t)1 << 20, (size_t)4 << 20, (size_t)16 << 20, (size_t)64 << 20};
   const rcclx_wire fp8 = rcclx_wire_default(), raw = rcclx_wire_raw();
   const double wire_fp8 = rcclx_lowp_wire_bytes_per_elem(fp8, 2);
+  bench_nccl nccl;
+  char why[512];
+  const bool nccl_loaded = bench_nccl_load(&nccl, why, sizeof why) == 0;
+  if (!nccl_loaded) printf("NCCL baseline: not loaded: %s\n", why);
   printf("%-3s %-14s %10s %9s %9s %9s %8s\n", "N", "collective", "bytes", "full_us", "lp_flat", "lp_tree", "best_x");
   for (int N : {2, 4, 8}) {
     rank_set rs;
@@ -27,6 +33,8 @@ int main(int argc, char** argv) {
       bench_fill_kernel<<<256, 256>>>((uint16_t*)in[r], max_bytes * N / 2, r);
       CK(hipDeviceSynchronize());
     }
+    bool with_nccl = nccl_loaded && bench_nccl_init(&nccl, rs.dev.data(), N, why, sizeof why) == 0;
+    if (nccl_loaded && !with_nccl) printf("NCCL baseline, %d ranks: not run: %s\n", N, why);
     auto row = [&](const char* coll, const char* path, size_t bytes, double us, double wire, double full) {
       fprintf(csv, "%d,%s,%s,%zu,%.3f,%.4f,%.3f\n", N, coll, path, bytes, us, wire, full / us);
     };
@@ -47,6 +55,20 @@ int main(int argc, char** argv) {
       row("allreduce", "lowp_tree", bytes, lp[1], wire_fp8, full);
       printf("%-3d %-14s %10zu %9.2f %9.2f %9.2f %7.2fx\n", N, "allreduce", bytes, full, lp[0], lp[1],
              full / std::min(lp[0], lp[1]));
+      if (with_nccl) {  // speedup_vs_full of this row: full / NCCL
+        const double us = bench_nccl_check(rs, &nccl, in, out, count, RCCLX_BFLOAT16, why, sizeof why) == 0
+                              ? bench_nccl_time(rs, &nccl, in, out, count, RCCLX_BFLOAT16, K, 7, false, why, sizeof why)
+                              : -1.0;
+        if (us > 0) {
+          row("allreduce", "nccl_bf16", bytes, us, 2.0, full);
+          printf("%-3d %-14s %10zu nccl bf16 %9.2f: best low precision x%.2f\n", N, "allreduce", bytes, us,
+                 us / std::min(lp[0], lp[1]));
+        } else {
+          printf("NCCL baseline, %d ranks: dropped: %s\n", N, why);
+          bench_nccl_fini(&nccl);
+          with_nccl = false;
+        }
+      }
       fflush(stdout);
       if (bytes != ((size_t)16 << 20)) continue;
       // The other collectives at one size: count per peer = bytes / 2 / N.
@@ -66,6 +88,7 @@ int main(int argc, char** argv) {
       }
     }
     for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
+    if (with_nccl) bench_nccl_fini(&nccl);
     for (int r = 0; r < N; ++r) {
       (void)hipFree(in[r]);
       (void)hipFree(out[r]);

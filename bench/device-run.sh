@@ -67,6 +67,22 @@ else
   status_lines+=("note  prebuilt binaries ran here")
 fi
 T=./$BIN/rcclx_gpu_tests
+# The NCCL baseline of the benchmarks (bench/nccl_baseline.h): PyTorch's
+# bundled libnccl unless RCCLX_NCCL_LIB names a library.
+if [[ -z ${RCCLX_NCCL_LIB:-} ]]; then
+  RCCLX_NCCL_LIB=$(python3 -c 'import os, nvidia.nccl as m; print(os.path.join(list(m.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  if [[ ! -f $RCCLX_NCCL_LIB ]]; then
+    sp=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null)
+    RCCLX_NCCL_LIB=$(find $sp -name 'libnccl.so.2' 2>/dev/null | head -1)
+  fi
+fi
+if [[ -f ${RCCLX_NCCL_LIB:-} ]]; then
+  export RCCLX_NCCL_LIB
+  status_lines+=("note  NCCL baseline: $RCCLX_NCCL_LIB")
+else
+  unset RCCLX_NCCL_LIB
+  status_lines+=("note  no libnccl.so.2 beside PyTorch: the loader's default search")
+fi
 # The vendor GEMM of bench_fusion: cuBLAS from the toolkit or PyTorch's wheel.
 if ldd ./$BIN/bench_fusion 2>/dev/null | grep -q "libcublas.*not found"; then
   d=$(dirname "$(find /usr/local/cuda*/ /opt/torch /usr/lib -name 'libcublas.so.13*' 2>/dev/null | head -1)")
@@ -109,6 +125,16 @@ if want tests; then
   step ipc_2procs_push 30 ./$BIN/rcclx_ipc_test 2 push || rc=1
   step ipc_3procs_mismatch 30 ./$BIN/rcclx_ipc_test 3 mismatch || rc=1
   for ex in allreduce_basic gemm_allreduce allreduce_rmsnorm; do step "example_$ex" 15 ./$BIN/$ex || rc=1; done
+  # The NCCL baseline's plumbing, as far as one GPU allows (one rank), and
+  # its enum values against the nccl.h shipped beside the library.
+  step nccl_selftest 60 ./$BIN/bench_dda --nccl-selftest || rc=1
+  h=$(dirname "$(dirname "${RCCLX_NCCL_LIB:-/none/lib/x}")")/include/nccl.h
+  if [[ -f $h ]]; then
+    step nccl_abi 5 bash -c "grep -E 'ncclFloat32 *= *7' '$h' && grep -E 'ncclBfloat16 *= *9' '$h' &&
+      grep -E 'ncclSum *= *0' '$h'" || rc=1
+  else
+    status_lines+=("note  no nccl.h beside the library: enum values not checked against it")
+  fi
   wait $fp8_pid
   if [[ $(cat "$LOG/gpu_fp8.rc" 2>/dev/null) == 0 ]]; then status_lines+=("ok    (bg) gpu_fp8"); else status_lines+=("FAIL:$(cat "$LOG/gpu_fp8.rc" 2>/dev/null) (bg) gpu_fp8"); rc=1; fi
 fi
@@ -174,6 +200,9 @@ fi
   for f in gpu_dda gpu_dda_push gpu_dda_early gpu_lowp gpu_fusion gpu_fp8 ipc_2procs ipc_4procs ipc_2procs_push ipc_3procs_mismatch; do
     [[ -f $LOG/$f.log ]] && { echo "--- $f"; grep -E "passed|failed|FAILED|test cases|assertions" "$LOG/$f.log" | tail -4; }
   done
+  [[ -f $LOG/nccl_selftest.log ]] && { echo "--- nccl_selftest"; grep "nccl-selftest" "$LOG/nccl_selftest.log"; }
+  [[ -f $LOG/nccl_abi.log ]] && { echo "--- nccl_abi (nccl.h)"; cat "$LOG/nccl_abi.log"; }
+  [[ -f $LOG/bench_dda.log ]] && grep -q "NCCL baseline" "$LOG/bench_dda.log" && { echo "--- bench_dda: NCCL"; grep "NCCL" "$LOG/bench_dda.log" | head -6; }
   for f in torch_bridge_2procs torch_bridge_4procs torch_jit; do
     [[ -f $LOG/$f.log ]] && { echo "--- $f"; grep -E "PASS|FAIL|Error|error:|build \+ load" "$LOG/$f.log" | tail -6; }
   done

@@ -59,6 +59,23 @@ if dda and push:
         print("  %-3d %9d  ll pull %6.2f push %6.2f   auto_fj pull %6.2f push %6.2f" % (
             n, b, over(dda, n, b, "ll"), over(push, n, b, "ll"), over(dda, n, b, "auto_fj"), over(push, n, b, "auto_fj")))
 
+nccl = [x for x in dda if x["algo"] in ("nccl", "nccl_fj")]
+if nccl:
+    print("Against NCCL (same process, same graph method; one GPU per rank), us per call;"
+          " x = NCCL / rcclx auto (fj: fork/join around every call)")
+    def us_of(n, d, b, algo):
+        m = [x for x in dda if int(x["nranks"]) == n and x["dtype"] == d and int(x["bytes"]) == b and x["algo"] == algo]
+        return float(m[0]["us"]) if m else float("nan")
+    for n, d, b in sorted({(int(x["nranks"]), x["dtype"], int(x["bytes"])) for x in nccl}):
+        line = "  %-3d %-5s %9d  nccl %8.2f  auto %8.2f  x%.2f" % (
+            n, d, b, us_of(n, d, b, "nccl"), us_of(n, d, b, "auto"), us_of(n, d, b, "nccl") / us_of(n, d, b, "auto"))
+        if any(x["algo"] == "nccl_fj" and int(x["nranks"]) == n and x["dtype"] == d and int(x["bytes"]) == b for x in nccl):
+            line += "   fj: nccl %8.2f  auto %8.2f  x%.2f" % (
+                us_of(n, d, b, "nccl_fj"), us_of(n, d, b, "auto_fj"), us_of(n, d, b, "nccl_fj") / us_of(n, d, b, "auto_fj"))
+        print(line)
+elif dda:
+    print("Against NCCL: no rows (NCCL needs one GPU per rank; the reason is in bench_dda's log)")
+
 lp = rows("bench_lowp.csv")
 if lp:
     print("Low precision (e4m3, B=128, fp32 scales) vs full precision, us per call; x = full / best low-precision")
@@ -69,7 +86,8 @@ if lp:
         full = d.get("full_auto", d.get("full_raw"))
         best = min(v for k, v in d.items() if k.startswith("lowp"))
         print("  %-3d %-14s %9d full %9.2f  lowp %s  x%.2f" % (
-            n, c, b, full, " ".join("%s %.2f" % (k, v) for k, v in sorted(d.items()) if k.startswith("lowp")), full / best))
+            n, c, b, full, " ".join("%s %.2f" % (k, v) for k, v in sorted(d.items()) if k.startswith("lowp")), full / best)
+              + ("  nccl bf16 %.2f (lowp x%.2f)" % (d["nccl_bf16"], d["nccl_bf16"] / best) if "nccl_bf16" in d else ""))
 
 fu = rows("bench_fusion.csv")
 if fu:

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 #include "../tests/gpu/ranks.h"
@@ -57,10 +58,21 @@ static inline double time_graph(rank_set& rs, const std::function<void(int)>& bo
   return bench_median(us);
 }
 
-// Finite, non-zero 16-bit patterns (valid bf16/fp16 values, fp32 halves).
+// Finite, non-zero 16-bit patterns (valid bf16/fp16 values, fp32 halves):
+// halfword i of rank r's data.
+RCCLX_HOST_DEVICE uint16_t bench_fill_u16(size_t i, int r) { return (uint16_t)(0x3c00 + ((i * 31 + r * 7) & 0xff)); }
 static __global__ void bench_fill_kernel(uint16_t* p, size_t n, int r) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    p[i] = (uint16_t)(0x3c00 + ((i * 31 + r * 7) & 0xff));
+    p[i] = bench_fill_u16(i, r);
+}
+// Element i of rank r's data as bench_fill_kernel wrote it, read as bf16 or
+// fp32 (two halfwords, the low one first).
+static inline double bench_fill_value(rcclx_dtype dt, size_t i, int r) {
+  if (dt != RCCLX_FLOAT32) return rcclx_bf16_to_f32(bench_fill_u16(i, r));
+  const uint32_t bits = (uint32_t)bench_fill_u16(2 * i, r) | (uint32_t)bench_fill_u16(2 * i + 1, r) << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
 }
 
 // A benchmark's start: exits with 2 and a plain message when no GPU is
