@@ -327,6 +327,7 @@ class LocalGroup:
         _ok(lib.rcclx_torch_init_local(nranks, (ctypes.c_int * nranks)(*devices), buffer_bytes, watchdog_ms,
                                        self._handles), "local group init")
         self.comms = [Communicator(_handle=ctypes.c_void_p(self._handles[r])) for r in range(nranks)]
+        self.devices = devices
         self.streams = []
         for d in devices:
             with torch.cuda.device(d):
@@ -334,7 +335,8 @@ class LocalGroup:
 
     def close(self):
         if self._handles is not None:
-            torch.cuda.synchronize()
+            for d in sorted(set(self.devices)):  # every GPU a rank runs on, not only the current one
+                torch.cuda.synchronize(d)
             _lib().rcclx_torch_destroy_local(len(self.comms), self._handles)
             for c in self.comms:
                 c._h = None
