@@ -258,14 +258,18 @@ RCCLX_HOST rcclx_status rcclx_fp8_launch_t_(int q, const void* d, rcclx_dtype t,
 }
 
 /* Quantize n elements of `in` into the chunk at `chunk` (which must hold
- * rcclx_fp8_packed_bytes(n, block_size, k) bytes), on `stream`. */
+ * rcclx_fp8_packed_bytes(n, block_size, k) bytes), on `stream`, which
+ * belongs to the current device (no communicator says which GPU: as for
+ * any plain kernel launch, the caller makes it current; the grid is sized
+ * for it). */
 RCCLX_HOST rcclx_status rcclx_fp8_quantize(const void* in, rcclx_dtype dtype, size_t n, rcclx_fp8_format f,
                                            int block_size, rcclx_scale_kind k, void* chunk, hipStream_t stream) {
   RCCLX_TRY(rcclx_fp8_quantize_check(in, dtype, n, f, block_size, k, chunk));
   return rcclx_fp8_launch_t_(1, in, dtype, n, f, block_size, k, chunk, stream);
 }
 /* Dequantize a chunk written by rcclx_fp8_quantize (same n, format, block
- * size and kind) into n elements of `out`. */
+ * size and kind) into n elements of `out`, on `stream` of the current
+ * device (as rcclx_fp8_quantize). */
 RCCLX_HOST rcclx_status rcclx_fp8_dequantize(const void* chunk, size_t n, rcclx_fp8_format f, int block_size,
                                              rcclx_scale_kind k, void* out, rcclx_dtype dtype, hipStream_t stream) {
   RCCLX_TRY(rcclx_fp8_quantize_check(out, dtype, n, f, block_size, k, chunk));
