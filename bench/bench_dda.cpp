@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
       bench_fill_kernel<<<256, 256>>>((uint16_t*)rcclx_comm_input(&rs.comm[r]), rs.comm[r].view.region_bytes / 2, r);
       CK(hipDeviceSynchronize());
     }
-    bool with_nccl = nccl_loaded && bench_nccl_init(&nccl, rs.dev.data(), N, why, sizeof why) == 0;
-    if (nccl_loaded && !with_nccl) printf("NCCL baseline, %d ranks: not run: %s\n", N, why);
+    if (nccl_loaded && bench_nccl_init(&nccl, rs.dev.data(), N, why, sizeof why) != 0)
+      printf("NCCL baseline, %d ranks: not run: %s\n", N, why);
     // One CSV row and table line.
     auto row = [&](rcclx_dtype dt, const char* name, size_t bytes, double us, double floor, double copy) {
       const double algbw = bytes / us / 1e3, busbw = algbw * 2.0 * (N - 1) / N;
@@ -65,22 +65,11 @@ int main(int argc, char** argv) {
              copy, busbw, 100 * copy / us);
       fflush(stdout);
     };
-    // NCCL at one point (checked, then timed), or the baseline dropped for
-    // the rest of this rank count with the reason on stdout.
+    // NCCL at one point, while it has communicators (bench_nccl_point).
     auto nccl_point = [&](rcclx_dtype dt, const char* name, size_t bytes, int K, bool join_each, double floor,
                           double copy) {
-      if (!with_nccl) return;
-      const size_t count = bytes / rcclx_dtype_size(dt);
-      const double us = bench_nccl_check(rs, &nccl, in, out, count, dt, why, sizeof why) == 0
-                            ? bench_nccl_time(rs, &nccl, in, out, count, dt, K, 9, join_each, why, sizeof why)
-                            : -1.0;
-      if (us > 0) {
-        row(dt, name, bytes, us, floor, copy);
-        return;
-      }
-      printf("NCCL baseline, %d ranks: dropped: %s\n", N, why);
-      bench_nccl_fini(&nccl);
-      with_nccl = false;
+      const double us = bench_nccl_point(rs, &nccl, in, out, bytes / rcclx_dtype_size(dt), dt, K, 9, join_each);
+      if (us > 0) row(dt, name, bytes, us, floor, copy);
     };
     const double empty = time_graph(rs, [&](int r) { empty_kernel<<<1, 32, 0, rs.stream[r]>>>(); });
     // The floor as issue #3 defines it: fork/join around every call (every
@@ -131,7 +120,7 @@ int main(int argc, char** argv) {
         }
       }
     }
-    if (with_nccl) bench_nccl_fini(&nccl);
+    bench_nccl_fini(&nccl);
     for (int r = 0; r < N; ++r) {
       (void)hipFree(in[r]); (void)hipFree(out[r]); (void)hipFree(scratch[r]);
     }

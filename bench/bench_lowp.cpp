@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
       bench_fill_kernel<<<256, 256>>>((uint16_t*)in[r], max_bytes * N / 2, r);
       CK(hipDeviceSynchronize());
     }
-    bool with_nccl = nccl_loaded && bench_nccl_init(&nccl, rs.dev.data(), N, why, sizeof why) == 0;
-    if (nccl_loaded && !with_nccl) printf("NCCL baseline, %d ranks: not run: %s\n", N, why);
+    if (nccl_loaded && bench_nccl_init(&nccl, rs.dev.data(), N, why, sizeof why) != 0)
+      printf("NCCL baseline, %d ranks: not run: %s\n", N, why);
     auto row = [&](const char* coll, const char* path, size_t bytes, double us, double wire, double full) {
       fprintf(csv, "%d,%s,%s,%zu,%.3f,%.4f,%.3f\n", N, coll, path, bytes, us, wire, full / us);
     };
@@ -55,19 +55,11 @@ int main(int argc, char** argv) {
       row("allreduce", "lowp_tree", bytes, lp[1], wire_fp8, full);
       printf("%-3d %-14s %10zu %9.2f %9.2f %9.2f %7.2fx\n", N, "allreduce", bytes, full, lp[0], lp[1],
              full / std::min(lp[0], lp[1]));
-      if (with_nccl) {  // speedup_vs_full of this row: full / NCCL
-        const double us = bench_nccl_check(rs, &nccl, in, out, count, RCCLX_BFLOAT16, why, sizeof why) == 0
-                              ? bench_nccl_time(rs, &nccl, in, out, count, RCCLX_BFLOAT16, K, 7, false, why, sizeof why)
-                              : -1.0;
-        if (us > 0) {
-          row("allreduce", "nccl_bf16", bytes, us, 2.0, full);
-          printf("%-3d %-14s %10zu nccl bf16 %9.2f: best low precision x%.2f\n", N, "allreduce", bytes, us,
-                 us / std::min(lp[0], lp[1]));
-        } else {
-          printf("NCCL baseline, %d ranks: dropped: %s\n", N, why);
-          bench_nccl_fini(&nccl);
-          with_nccl = false;
-        }
+      const double nccl_us = bench_nccl_point(rs, &nccl, in, out, count, RCCLX_BFLOAT16, K, 7, false);
+      if (nccl_us > 0) {  // speedup_vs_full of this row: full / NCCL
+        row("allreduce", "nccl_bf16", bytes, nccl_us, 2.0, full);
+        printf("%-3d %-14s %10zu nccl bf16 %9.2f: best low precision x%.2f\n", N, "allreduce", bytes, nccl_us,
+               nccl_us / std::min(lp[0], lp[1]));
       }
       fflush(stdout);
       if (bytes != ((size_t)16 << 20)) continue;
@@ -88,7 +80,7 @@ int main(int argc, char** argv) {
       }
     }
     for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
-    if (with_nccl) bench_nccl_fini(&nccl);
+    bench_nccl_fini(&nccl);
     for (int r = 0; r < N; ++r) {
       (void)hipFree(in[r]);
       (void)hipFree(out[r]);

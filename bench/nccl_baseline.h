@@ -115,14 +115,15 @@ static inline int bench_nccl_allreduce_rank(bench_nccl* b, int r, const void* se
 
 // Median microseconds per call of the AllReduce on every rank of rs, timed
 // as time_graph times rcclx (R replays of a graph of K calls; join_each:
-// fork/join around every call).  A negative value on any failure, with the
-// reason in why (nothing exits: rcclx's own sweep goes on).
+// fork/join around every call).  A negative value, with the reason in why,
+// when NCCL fails under capture (nothing exits: rcclx's own sweep goes
+// on); a replay that fails after that exits, as time_graph's does.
 static inline double bench_nccl_time(rank_set& rs, bench_nccl* b, const std::vector<void*>& in,
                                      const std::vector<void*>& out, size_t count, rcclx_dtype dt, int K, int R,
                                      bool join_each, char* why, size_t wl) {
   int nccl_err = 0;
   hipGraphExec_t ge = nullptr;
-  hipError_t e = rs.capture(K, [&](int r) {
+  const hipError_t e = rs.capture(K, [&](int r) {
     const int x = bench_nccl_allreduce_rank(b, r, in[r], out[r], count, dt, rs.stream[r]);
     if (x != 0 && nccl_err == 0) nccl_err = x;
   }, &ge, join_each);
@@ -132,27 +133,7 @@ static inline double bench_nccl_time(rank_set& rs, bench_nccl* b, const std::vec
     (void)hipGetLastError();
     return -1.0;
   }
-  hipEvent_t t0 = nullptr, t1 = nullptr;
-  std::vector<double> us;
-  if ((e = hipEventCreate(&t0)) == hipSuccess) e = hipEventCreate(&t1);
-  for (int i = 0; i < 3 + R && e == hipSuccess; ++i) {
-    if ((e = hipEventRecord(t0, rs.stream[0])) != hipSuccess) break;
-    if ((e = hipGraphLaunch(ge, rs.stream[0])) != hipSuccess) break;
-    if ((e = hipEventRecord(t1, rs.stream[0])) != hipSuccess) break;
-    if ((e = hipEventSynchronize(t1)) != hipSuccess) break;
-    float ms = 0;
-    if ((e = hipEventElapsedTime(&ms, t0, t1)) != hipSuccess) break;
-    if (i >= 3) us.push_back(ms * 1000.0 / K);
-  }
-  if (t0) (void)hipEventDestroy(t0);
-  if (t1) (void)hipEventDestroy(t1);
-  (void)hipGraphExecDestroy(ge);
-  if (e != hipSuccess) {
-    snprintf(why, wl, "NCCL graph replay: %s", hipGetErrorString(e));
-    (void)hipGetLastError();
-    return -1.0;
-  }
-  return bench_median(us);
+  return bench_time_exec(bench_warm(ge, rs.stream[0]), rs.stream[0], K, R);
 }
 
 // One uncaptured AllReduce on every rank of rs, then ranks 0 and n - 1's
@@ -203,6 +184,26 @@ static inline int bench_nccl_check(rank_set& rs, bench_nccl* b, const std::vecto
       }
     }
   return 0;
+}
+
+// One baseline point: NCCL checked (bench_nccl_check), then timed
+// (bench_nccl_time).  Returns microseconds per call; on a failure prints
+// the reason, ends the communicators (b->n becomes 0: no baseline for the
+// rest of this rank count) and returns a negative value.  Does nothing
+// (returns a negative value) while b->n is 0.
+static inline double bench_nccl_point(rank_set& rs, bench_nccl* b, const std::vector<void*>& in,
+                                      const std::vector<void*>& out, size_t count, rcclx_dtype dt, int K, int R,
+                                      bool join_each) {
+  if (b->n == 0) return -1.0;
+  char why[512];
+  const double us = bench_nccl_check(rs, b, in, out, count, dt, why, sizeof why) == 0
+                        ? bench_nccl_time(rs, b, in, out, count, dt, K, R, join_each, why, sizeof why)
+                        : -1.0;
+  if (us < 0) {
+    printf("NCCL baseline, %d ranks: dropped: %s\n", rs.n, why);
+    bench_nccl_fini(b);
+  }
+  return us;
 }
 
 // `bench_dda --nccl-selftest`: what one GPU can check of the baseline.

@@ -48,13 +48,19 @@ for name, label in (("bench_dda.csv", ""), ("bench_dda_early.csv", " (RCCLX_PDL=
     if rows(name):
         dda_tables(rows(name), label)
 
+def pick(tab, n, d, b, algo):
+    """The bench_dda row of n ranks, dtype d, b bytes and algo, or None."""
+    m = [x for x in tab if int(x["nranks"]) == n and x["dtype"] == d and int(x["bytes"]) == b and x["algo"] == algo]
+    return m[0] if m else None
+
+
 push = rows("bench_dda_push.csv")
 if dda and push:
     print("LL one-shot pulled (default on one GPU) vs pushed (RCCLX_LL_PUSH=2), bf16, us per call over the floor;"
           " fj = fork/join around every call")
     def over(tab, n, b, algo):
-        m = [x for x in tab if x["dtype"] == "bf16" and int(x["nranks"]) == n and int(x["bytes"]) == b and x["algo"] == algo]
-        return float(m[0]["us"]) - float(m[0]["empty_us"]) if m else float("nan")
+        m = pick(tab, n, "bf16", b, algo)
+        return float(m["us"]) - float(m["empty_us"]) if m else float("nan")
     for n, b in sorted({(int(x["nranks"]), int(x["bytes"])) for x in push if x["algo"] == "ll" and x["dtype"] == "bf16"}):
         print("  %-3d %9d  ll pull %6.2f push %6.2f   auto_fj pull %6.2f push %6.2f" % (
             n, b, over(dda, n, b, "ll"), over(push, n, b, "ll"), over(dda, n, b, "auto_fj"), over(push, n, b, "auto_fj")))
@@ -64,12 +70,12 @@ if nccl:
     print("Against NCCL (same process, same graph method; one GPU per rank), us per call;"
           " x = NCCL / rcclx auto (fj: fork/join around every call)")
     def us_of(n, d, b, algo):
-        m = [x for x in dda if int(x["nranks"]) == n and x["dtype"] == d and int(x["bytes"]) == b and x["algo"] == algo]
-        return float(m[0]["us"]) if m else float("nan")
+        m = pick(dda, n, d, b, algo)
+        return float(m["us"]) if m else float("nan")
     for n, d, b in sorted({(int(x["nranks"]), x["dtype"], int(x["bytes"])) for x in nccl}):
         line = "  %-3d %-5s %9d  nccl %8.2f  auto %8.2f  x%.2f" % (
             n, d, b, us_of(n, d, b, "nccl"), us_of(n, d, b, "auto"), us_of(n, d, b, "nccl") / us_of(n, d, b, "auto"))
-        if any(x["algo"] == "nccl_fj" and int(x["nranks"]) == n and x["dtype"] == d and int(x["bytes"]) == b for x in nccl):
+        if pick(nccl, n, d, b, "nccl_fj"):
             line += "   fj: nccl %8.2f  auto %8.2f  x%.2f" % (
                 us_of(n, d, b, "nccl_fj"), us_of(n, d, b, "auto_fj"), us_of(n, d, b, "nccl_fj") / us_of(n, d, b, "auto_fj"))
         print(line)

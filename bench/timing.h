@@ -18,6 +18,12 @@ static inline double bench_median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// Replays ge 3 times on stream st to warm up; returns ge.
+static inline hipGraphExec_t bench_warm(hipGraphExec_t ge, hipStream_t st) {
+  for (int w = 0; w < 3; ++w) CK(hipGraphLaunch(ge, st));
+  return ge;
+}
+
 // One graph of K back-to-back calls of `body` (which issues one call on
 // every rank): fork/join over the rank streams once around all K, or around
 // each call with join_each; replayed 3 times to warm up.
@@ -25,8 +31,7 @@ static inline hipGraphExec_t bench_graph(rank_set& rs, const std::function<void(
                                          bool join_each = false) {
   hipGraphExec_t ge;
   CK(rs.capture(K, body, &ge, join_each));
-  for (int w = 0; w < 3; ++w) CK(hipGraphLaunch(ge, rs.stream[0]));
-  return ge;
+  return bench_warm(ge, rs.stream[0]);
 }
 
 // Microseconds per call of one replay of ge (K calls) on stream st, timed
@@ -41,21 +46,26 @@ static inline double bench_replay_us(hipGraphExec_t ge, hipStream_t st, int K, h
   return ms * 1000.0 / K;
 }
 
-// Median microseconds per call of `body` over R timed replays of its
-// warmed-up graph (bench_graph).
-static inline double time_graph(rank_set& rs, const std::function<void(int)>& body, int K = 20, int R = 15,
-                                bool join_each = false) {
-  hipGraphExec_t ge = bench_graph(rs, body, K, join_each);
+// Median microseconds per call over R timed replays on stream st of the
+// warmed-up graph ge of K calls; destroys ge.
+static inline double bench_time_exec(hipGraphExec_t ge, hipStream_t st, int K, int R) {
   hipEvent_t t0, t1;
   CK(hipEventCreate(&t0));
   CK(hipEventCreate(&t1));
   std::vector<double> us;
-  for (int i = 0; i < R; ++i) us.push_back(bench_replay_us(ge, rs.stream[0], K, t0, t1));
+  for (int i = 0; i < R; ++i) us.push_back(bench_replay_us(ge, st, K, t0, t1));
   CK(hipGetLastError());
   CK(hipGraphExecDestroy(ge));
   CK(hipEventDestroy(t0));
   CK(hipEventDestroy(t1));
   return bench_median(us);
+}
+
+// Median microseconds per call of `body` over R timed replays of its
+// warmed-up graph (bench_graph).
+static inline double time_graph(rank_set& rs, const std::function<void(int)>& body, int K = 20, int R = 15,
+                                bool join_each = false) {
+  return bench_time_exec(bench_graph(rs, body, K, join_each), rs.stream[0], K, R);
 }
 
 // Finite, non-zero 16-bit patterns (valid bf16/fp16 values, fp32 halves):
