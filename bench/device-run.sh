@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The one GPU-machine script: GPU tests, a diagnosis, the benchmark sweeps,
 # compute-sanitizer, then a short table last.  Logs, CSVs and the plot go to
-# $OUT (few files: the device tool returns at most 8; everything else is
-# packed into $OUT/logs.tgz).
+# $OUT (few files: the device tool returns at most 8; the logs are packed
+# into $OUT/logs.tgz, and past 8 files the CSVs but bench_dda's into
+# $OUT/csvs.tgz).
 #
 # Binaries: prebuilt ones from devbin/ if they run here (bench/pack-devbin.sh
 # builds them with nvcc on a machine without a GPU), else a fresh build with
@@ -229,5 +230,15 @@ fi
   echo "total $(( $(date +%s) - T0 ))s, exit $rc"
 } > "$OUT/summary.txt" 2>&1
 tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$LOG"
+# The device tool returns at most 8 files from $OUT and drops the rest
+# (a full run writes 11): past 8, every CSV but bench_dda's goes into
+# csvs.tgz, so summary.txt and logs.tgz always come back.
+shopt -s nullglob
+kept=("$OUT"/*)
+if (( ${#kept[@]} > 8 )); then
+  extra=()
+  for f in "$OUT"/*.csv; do [[ $(basename "$f") != bench_dda.csv ]] && extra+=("$(basename "$f")"); done
+  tar -C "$OUT" -czf "$OUT/csvs.tgz" "${extra[@]}" && (cd "$OUT" && rm -f "${extra[@]}")
+fi
 cat "$OUT/summary.txt"
 exit $rc

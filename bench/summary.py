@@ -111,15 +111,29 @@ try:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     if dda:
-        fig, ax = plt.subplots(figsize=(8, 5))
-        for n in ("2", "4", "8"):
-            for algo, style in (("flat", "-"), ("tree", "--"), ("auto_staged", "-."), ("auto_zc", ":")):
-                pts = [(int(x["bytes"]), float(x["us"])) for x in dda
-                       if x["nranks"] == n and x["algo"] == algo and x["dtype"] == "bf16"]
+        # One panel per rank count: what each algorithm costs, against the
+        # empty-kernel floor and the copy time of the unique bytes measured
+        # in the same run (bench_dda's empty_us, copy_us).
+        algos = (("flat", "tab:blue", "-"), ("tree", "tab:orange", "-"), ("ll", "tab:green", "-"),
+                 ("auto", "black", ":"), ("auto_zc", "tab:purple", "--"), ("auto_staged", "tab:brown", "--"))
+        ns = [n for n in ("2", "4", "8") if any(x["nranks"] == n and x["dtype"] == "bf16" for x in dda)]
+        fig, axes = plt.subplots(1, len(ns), figsize=(5 * len(ns), 4.5), sharey=True, squeeze=False)
+        for ax, n in zip(axes[0], ns):
+            sel = [x for x in dda if x["nranks"] == n and x["dtype"] == "bf16"]
+            for algo, color, style in algos:
+                pts = sorted((int(x["bytes"]), float(x["us"])) for x in sel if x["algo"] == algo)
                 if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=f"{n} ranks {algo}")
-        ax.set_xscale("log", base=2); ax.set_yscale("log"); ax.set_xlabel("bytes per rank"); ax.set_ylabel("us per call")
-        ax.set_title("rcclx DDA bf16 AllReduce, virtual ranks on one GPU"); ax.legend(fontsize=7); ax.grid(True, alpha=.3)
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, marker="o", ms=3, label=algo)
+            ref = sorted({(int(x["bytes"]), float(x["empty_us"]), float(x["copy_us"])) for x in sel
+                          if x["algo"] == "auto"})  # the graph-replay floor (the _fj rows carry fork/join's)
+            ax.plot([r[0] for r in ref], [r[1] for r in ref], "-", color="grey", lw=2, alpha=.5, label="empty kernel")
+            ax.plot([r[0] for r in ref], [r[2] for r in ref], "--", color="grey", lw=2, alpha=.5, label="copy of unique bytes")
+            ax.set_xscale("log", base=2); ax.set_yscale("log"); ax.set_xlabel("bytes per rank")
+            ax.set_title(f"{n} virtual ranks"); ax.grid(True, alpha=.3)
+        axes[0][0].set_ylabel("us per call (graph replay median)")
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle("rcclx DDA AllReduce, bf16, virtual ranks on one GPU")
+        fig.tight_layout()
         fig.savefig(os.path.join(out, "dda_latency.png"), dpi=90)
 except Exception as e:  # the plot is a convenience
     print("plot skipped:", e)
