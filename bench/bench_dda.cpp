@@ -15,20 +15,13 @@ __global__ void empty_kernel() {}
 
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "--nccl-selftest") == 0) {
-    int ndev = 0;
-    if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) {
-      fprintf(stderr, "bench_dda: no GPU found; --nccl-selftest needs one\n");
-      return 2;
-    }
+    bench_require_gpu("bench_dda --nccl-selftest");
     return bench_nccl_selftest();
   }
   FILE* csv = bench_start(argc, argv, "bench_dda", "nranks,dtype,algo,bytes,us,empty_us,copy_us,algbw_GBps,busbw_GBps,frac_copy");
   if (!csv) return 1;
   bench_nccl nccl;
-  char why[512];
-  const bool nccl_loaded = bench_nccl_load(&nccl, why, sizeof why) == 0;
-  if (nccl_loaded) printf("NCCL baseline: %s, version %d\n", nccl.name, nccl.version);
-  else printf("NCCL baseline: not loaded: %s\n", why);
+  bench_nccl_open(&nccl);
   const size_t max_bytes = (size_t)64 << 20;
   const size_t sizes[] = {1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 2 << 20, 4 << 20, 32 << 20, 64 << 20};
   printf("%-3s %-5s %-5s %10s %10s %8s %8s %9s %7s\n", "N", "dtype", "algo", "bytes", "us", "floor", "copy_us", "busbw", "%copy");
@@ -54,8 +47,7 @@ int main(int argc, char** argv) {
       bench_fill_kernel<<<256, 256>>>((uint16_t*)rcclx_comm_input(&rs.comm[r]), rs.comm[r].view.region_bytes / 2, r);
       CK(hipDeviceSynchronize());
     }
-    if (nccl_loaded && bench_nccl_init(&nccl, rs.dev.data(), N, why, sizeof why) != 0)
-      printf("NCCL baseline, %d ranks: not run: %s\n", N, why);
+    bench_nccl_begin(&nccl, rs);
     // One CSV row and table line.
     auto row = [&](rcclx_dtype dt, const char* name, size_t bytes, double us, double floor, double copy) {
       const double algbw = bytes / us / 1e3, busbw = algbw * 2.0 * (N - 1) / N;

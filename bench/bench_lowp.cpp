@@ -18,9 +18,7 @@ int main(int argc, char** argv) {
   const rcclx_wire fp8 = rcclx_wire_default(), raw = rcclx_wire_raw();
   const double wire_fp8 = rcclx_lowp_wire_bytes_per_elem(fp8, 2);
   bench_nccl nccl;
-  char why[512];
-  const bool nccl_loaded = bench_nccl_load(&nccl, why, sizeof why) == 0;
-  if (!nccl_loaded) printf("NCCL baseline: not loaded: %s\n", why);
+  bench_nccl_open(&nccl);
   printf("%-3s %-14s %10s %9s %9s %9s %8s\n", "N", "collective", "bytes", "full_us", "lp_flat", "lp_tree", "best_x");
   for (int N : {2, 4, 8}) {
     rank_set rs;
@@ -33,8 +31,7 @@ int main(int argc, char** argv) {
       bench_fill_kernel<<<256, 256>>>((uint16_t*)in[r], max_bytes * N / 2, r);
       CK(hipDeviceSynchronize());
     }
-    if (nccl_loaded && bench_nccl_init(&nccl, rs.dev.data(), N, why, sizeof why) != 0)
-      printf("NCCL baseline, %d ranks: not run: %s\n", N, why);
+    bench_nccl_begin(&nccl, rs);
     auto row = [&](const char* coll, const char* path, size_t bytes, double us, double wire, double full) {
       fprintf(csv, "%d,%s,%s,%zu,%.3f,%.4f,%.3f\n", N, coll, path, bytes, us, wire, full / us);
     };

@@ -93,6 +93,22 @@ static inline int bench_nccl_init(bench_nccl* b, const int* devs, int n, char* w
   return 0;
 }
 
+// A benchmark's baseline: loads the library and prints which, or why none
+// (b->lib stays NULL and every later step does nothing).
+static inline void bench_nccl_open(bench_nccl* b) {
+  char why[512];
+  if (bench_nccl_load(b, why, sizeof why) == 0) printf("NCCL baseline: %s, version %d\n", b->name, b->version);
+  else printf("NCCL baseline: not loaded: %s\n", why);
+}
+// Communicators for the ranks of rs when the library is loaded; prints why
+// not when they cannot be made (b->n stays 0: no baseline at this rank
+// count, bench_nccl_point does nothing).
+static inline void bench_nccl_begin(bench_nccl* b, const rank_set& rs) {
+  char why[512];
+  if (b->lib && bench_nccl_init(b, rs.dev.data(), rs.n, why, sizeof why) != 0)
+    printf("NCCL baseline, %d ranks: not run: %s\n", rs.n, why);
+}
+
 static inline void bench_nccl_fini(bench_nccl* b) {
   for (int r = 0; r < b->n; ++r) (void)b->comm_destroy(b->comm[r]);
   b->n = 0;

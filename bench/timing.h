@@ -85,15 +85,21 @@ static inline double bench_fill_value(rcclx_dtype dt, size_t i, int r) {
   return f;
 }
 
-// A benchmark's start: exits with 2 and a plain message when no GPU is
-// visible; opens the CSV named by argv[1] (default `name`.csv) and writes
-// its header line.  Returns NULL if the file cannot be opened.
-static inline FILE* bench_start(int argc, char** argv, const char* name, const char* header) {
+// Exits with 2 and a plain message when no GPU is visible: what every
+// benchmark entry point (bench_start, bench_dda --nccl-selftest) does first.
+static inline void bench_require_gpu(const char* name) {
   int ndev = 0;
   if (hipGetDeviceCount(&ndev) != hipSuccess || ndev < 1) {
     fprintf(stderr, "%s: no GPU found; this benchmark needs one (run bench/device-run.sh on a GPU machine)\n", name);
     exit(2);
   }
+}
+
+// A benchmark's start: bench_require_gpu, then opens the CSV named by
+// argv[1] (default `name`.csv) and writes its header line.  Returns NULL if
+// the file cannot be opened.
+static inline FILE* bench_start(int argc, char** argv, const char* name, const char* header) {
+  bench_require_gpu(name);
   char path[256];
   snprintf(path, sizeof path, "%s.csv", name);
   FILE* csv = fopen(argc > 1 ? argv[1] : path, "w");

@@ -148,7 +148,5 @@ static inline rcclx_status allreduce_rmsnorm(rcclx_comm* comm, size_t tokens, si
   else
     allreduce_rmsnorm_kernel<8><<<v.nblocks, RMSNORM_THREADS, 0, stream>>>(v, tokens, hidden, residual_in, residual_out,
                                                                           weight, eps, out, out_fp8, out_scale);
-  const hipError_t e = hipGetLastError();
-  (void)hipSetDevice(prev);
-  return e == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
+  return rcclx_comm_launched(prev);
 }

@@ -158,7 +158,5 @@ static inline rcclx_status gemm_allreduce_fused(rcclx_comm* comm, const rcclx_bf
   RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
   if (v.nranks <= 4) gemm_allreduce_fused_kernel<4><<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);
   else gemm_allreduce_fused_kernel<8><<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);
-  const hipError_t e = hipGetLastError();
-  (void)hipSetDevice(prev);
-  return e == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
+  return rcclx_comm_launched(prev);
 }

@@ -95,7 +95,5 @@ static inline rcclx_status gemm_allreduce_fused_fp8(rcclx_comm* comm, const rccl
   int prev = 0;  // the launch goes to the rank's GPU, whichever is current
   RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
   kernel<<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K, w);
-  const hipError_t e = hipGetLastError();
-  (void)hipSetDevice(prev);
-  return e == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
+  return rcclx_comm_launched(prev);
 }

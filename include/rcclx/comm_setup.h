@@ -40,6 +40,14 @@ RCCLX_HOST rcclx_status rcclx_comm_use_device(const rcclx_comm* comm, int* previ
   if (!comm || !previous) return RCCLX_ERR_NULL_POINTER;
   return rcclx_set_device_(comm->device, previous);
 }
+/* The end of such a launcher: the status of the launch it just made
+ * (RCCLX_ERR_RUNTIME if the launch failed; the error is consumed), with the
+ * caller's device `previous` (from rcclx_comm_use_device) current again. */
+RCCLX_HOST rcclx_status rcclx_comm_launched(int previous) {
+  const hipError_t e = hipGetLastError();
+  (void)hipSetDevice(previous);
+  return e == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
+}
 
 /* What rcclx_comm_check_coresident_memo remembers of one kernel, per device
  * (ordinals below RCCLX_OCCUPANCY_MEMO_DEVICES; others are asked every
