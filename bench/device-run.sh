@@ -100,7 +100,7 @@ fi
 if want fusion || want tests; then
   # Alone on the GPU (run 2 shared it with the fp8 tests' process), with a
   # 3 s watchdog: a hang becomes a recorded rank / tile / peer / epoch.
-  step gpu_fusion 60 env RCCLX_WATCHDOG_MS=3000 $T "[fusion]" -d yes || rc=1
+  step gpu_fusion 90 env RCCLX_WATCHDOG_MS=3000 $T "[fusion]" -d yes || rc=1
 fi
 if want tests; then
   # fp8 tests are host-heavy and need no co-residency: in the background.

@@ -51,7 +51,7 @@ int main() {
   // updated in place.
   for (int r = 0; r < nranks; ++r) {
     rcclx_status st = allreduce_rmsnorm(&comms[r], tokens, hidden, residual[r], residual[r], weight[r], 1e-6f, out[r],
-                                        nullptr, nullptr, streams[r]);
+                                        nullptr, nullptr, RCCLX_ALGO_AUTO, streams[r]);
     if (st != RCCLX_SUCCESS) { fprintf(stderr, "allreduce_rmsnorm: %s\n", rcclx_status_string(st)); return 1; }
   }
   int bad = 0;

@@ -223,13 +223,16 @@ rms_ref rmsnorm_reference(const std::vector<std::vector<rcclx_bf16>>& x, const s
   return ref;
 }
 
-void rmsnorm_case(rank_set& rs, size_t T, size_t H, bool fp8, std::mt19937& rng) {
+// One fused call of the given shape (RCCLX_ALGO_FLAT: one-shot, TREE:
+// two-shot, AUTO) on fresh inputs, against the unfused sequence (bitwise)
+// and float64.
+void rmsnorm_case(rank_set& rs, size_t T, size_t H, bool fp8, rcclx_algo algo, std::mt19937& rng) {
   const int R = rs.n;
   const float eps = 1e-6f;
   std::vector<std::vector<rcclx_bf16>> x(R);
   const auto res = random_bf16(T * H, rng, 1.0f), w = random_bf16(H, rng, 1.0f);
   const size_t n = T * H;
-  progress("rmsnorm T H fp8", R, (long)T, (long)H, fp8);
+  progress(fp8 ? "rmsnorm+fp8 T H algo" : "rmsnorm T H algo", R, (long)T, (long)H, (long)algo);
   std::vector<rcclx_bf16*> d_res(R), d_w(R), res_f(R), out_f(R), res_u(R), out_u(R), s_all(R);
   std::vector<uint8_t*> q_f(R), q_u(R);
   std::vector<float*> sc_f(R), sc_u(R);
@@ -245,7 +248,7 @@ void rmsnorm_case(rank_set& rs, size_t T, size_t H, bool fp8, std::mt19937& rng)
     sc_f[r] = fp8 ? poisoned<float>(T) : nullptr; sc_u[r] = fp8 ? poisoned<float>(T) : nullptr;
   }
   for (int r = 0; r < R; ++r)
-    REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, d_res[r], res_f[r], d_w[r], eps, out_f[r], q_f[r], sc_f[r],
+    REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, d_res[r], res_f[r], d_w[r], eps, out_f[r], q_f[r], sc_f[r], algo,
                               rs.stream[r]) == RCCLX_SUCCESS);
   for (int r = 0; r < R; ++r) {  // unfused: zero-copy AllReduce, then add + RMSNorm
     REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), s_all[r], n, RCCLX_BFLOAT16, RCCLX_SUM,
@@ -256,7 +259,7 @@ void rmsnorm_case(rank_set& rs, size_t T, size_t H, bool fp8, std::mt19937& rng)
   }
   require_clean(rs);
   const rms_ref ref = rmsnorm_reference(x, res, w, T, H, eps);
-  INFO("R " << R << " tokens " << T << " hidden " << H << " fp8 " << fp8);
+  INFO("R " << R << " tokens " << T << " hidden " << H << " fp8 " << fp8 << " algo " << rcclx_algo_name(algo));
   const auto out0 = to_host(out_f[0], n);
   size_t bad = 0;
   for (size_t i = 0; i < n; ++i)
@@ -384,23 +387,80 @@ TEST_CASE("fusion: a rank that never publishes is reported, not hung", "[gpu][fu
     for (auto p : {dX[r], dW[r], out[r]}) (void)hipFree(p);
 }
 
-TEST_CASE("fusion: AllReduce + residual + RMSNorm (+FP8), fused == unfused, vs float64", "[gpu][fusion]") {
+TEST_CASE("fusion: AllReduce + residual + RMSNorm (+FP8), one-shot == two-shot == unfused, vs float64",
+          "[gpu][fusion]") {
   std::mt19937 rng(41);
   for (int R : {2, 8}) {
     rank_set rs;
     REQUIRE(rs.init(R) == RCCLX_SUCCESS);
-    rmsnorm_case(rs, 1, 4096, false, rng);
-    rmsnorm_case(rs, 7, 520, true, rng);  // 65 vectors per row: partial thread coverage
-    rmsnorm_case(rs, 64, 4096, true, rng);
-    rmsnorm_case(rs, 200, 1024, false, rng);  // more rows than blocks
+    for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_TREE}) {
+      rmsnorm_case(rs, 1, 4096, false, algo, rng);
+      rmsnorm_case(rs, 7, 520, true, algo, rng);  // 65 vectors per row: partial thread coverage, uneven pieces
+      rmsnorm_case(rs, 64, 4096, true, algo, rng);
+      rmsnorm_case(rs, 200, 1024, false, algo, rng);  // more rows than blocks
+      rmsnorm_case(rs, 3, 104, false, algo, rng);     // 13 vectors per row: at 8 ranks the last piece is empty
+      rmsnorm_case(rs, 5, 8, true, algo, rng);        // one vector per row: one rank owns every piece
+    }
+    rmsnorm_case(rs, 33, 8192, false, RCCLX_ALGO_AUTO, rng);  // two-shot at 8 ranks (flat_max_bytes 512 KiB)
+    rmsnorm_case(rs, 2, 8192, false, RCCLX_ALGO_AUTO, rng);
   }
   rank_set rs;
   REQUIRE(rs.init(2) == RCCLX_SUCCESS);
   rcclx_bf16* p = poisoned<rcclx_bf16>(64);
-  CHECK(allreduce_rmsnorm(&rs.comm[0], 1, 12, p, p, p, 1e-6f, p, nullptr, nullptr, rs.stream[0]) == RCCLX_ERR_INVALID_COUNT);
-  CHECK(allreduce_rmsnorm(&rs.comm[0], 1, 8, p, p, p, 1e-6f, p, (uint8_t*)p, nullptr, rs.stream[0]) ==
+  CHECK(allreduce_rmsnorm(&rs.comm[0], 1, 12, p, p, p, 1e-6f, p, nullptr, nullptr, RCCLX_ALGO_AUTO, rs.stream[0]) ==
+        RCCLX_ERR_INVALID_COUNT);
+  CHECK(allreduce_rmsnorm(&rs.comm[0], 1, 8, p, p, p, 1e-6f, p, (uint8_t*)p, nullptr, RCCLX_ALGO_AUTO, rs.stream[0]) ==
+        RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(allreduce_rmsnorm(&rs.comm[0], 1, 8, p, p, p, 1e-6f, p, nullptr, nullptr, RCCLX_ALGO_LL, rs.stream[0]) ==
         RCCLX_ERR_INVALID_ARGUMENT);
   (void)hipFree(p);
+}
+
+TEST_CASE("fusion: AllReduce + RMSNorm ranks that disagree stop with RANK_MISMATCH, then run again",
+          "[gpu][fusion]") {
+  std::mt19937 rng(47);
+  const int R = 4;
+  const size_t T = 6, H = 256, n = T * H;
+  rank_set rs;
+  REQUIRE(rs.init(R) == RCCLX_SUCCESS);
+  std::vector<rcclx_bf16*> res(R), w(R), ro(R), o(R);
+  const auto res_h = random_bf16(n, rng, 1.0f), w_h = random_bf16(H, rng, 1.0f);  // the same on every rank
+  for (int r = 0; r < R; ++r) {
+    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+    const auto x = random_bf16(n, rng, 1.0f);
+    GPU_REQUIRE(hipMemcpy(rcclx_comm_input(&rs.comm[r]), x.data(), n * 2, hipMemcpyHostToDevice));
+    res[r] = to_device(res_h);
+    w[r] = to_device(w_h);
+    ro[r] = poisoned<rcclx_bf16>(n);
+    o[r] = poisoned<rcclx_bf16>(n);
+  }
+  GPU_REQUIRE(rs.settle());
+  const auto untouched = to_host(o[0], n);
+  // Rank 0 asks for the one-shot, the others for the two-shot; then rank 2
+  // passes another token count.  Nobody hangs; every rank reports it.
+  for (int round = 0; round < 2; ++round) {
+    for (int r = 0; r < R; ++r) {
+      const rcclx_algo a = round == 0 && r == 0 ? RCCLX_ALGO_FLAT : RCCLX_ALGO_TREE;
+      const size_t t = round == 1 && r == 2 ? T - 1 : T;
+      REQUIRE(allreduce_rmsnorm(&rs.comm[r], t, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, a,
+                                rs.stream[r]) == RCCLX_SUCCESS);
+    }
+    GPU_REQUIRE(rs.settle());
+    for (int r = 0; r < R; ++r) CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+    for (int r = 0; r < R; ++r) CHECK(same_bits(to_host(o[r], n), untouched));  // nothing written
+  }
+  // The barrier epochs stayed in step: agreeing calls work again.
+  for (int r = 0; r < R; ++r)
+    REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, RCCLX_ALGO_TREE,
+                              rs.stream[r]) == RCCLX_SUCCESS);
+  GPU_REQUIRE(rs.settle());
+  const auto o0 = to_host(o[0], n);
+  CHECK(!same_bits(o0, untouched));
+  for (int r = 0; r < R; ++r) {
+    CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+    CHECK(same_bits(to_host(o[r], n), o0));
+    for (auto q : {res[r], w[r], ro[r], o[r]}) (void)hipFree(q);
+  }
 }
 
 // Single-stream kernels only (no cross-rank barrier), for compute-sanitizer
