@@ -58,75 +58,77 @@ __device__ __forceinline__ float rmsnorm_block_reduce(float v, float* smem) {
   return r;
 }
 
+// The thread's vectors v < nvec of a row (v = threadIdx.x, then every
+// RMSNORM_THREADS), U at a time: load(v, x, y) fills two vectors for each of
+// the U first, so all their loads are in flight together, then use(v, x, y)
+// takes them in v order, as U = 1 would.
+template <int U, typename Load, typename Use>
+__device__ __forceinline__ void rmsnorm_pass(size_t nvec, const Load& load, const Use& use) {
+  for (size_t v0 = threadIdx.x; v0 < nvec; v0 += U * RMSNORM_THREADS) {
+    rcclx_vec16 x[U], y[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (v0 + (size_t)u * RMSNORM_THREADS < nvec) load(v0 + (size_t)u * RMSNORM_THREADS, x[u], y[u]);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (v0 + (size_t)u * RMSNORM_THREADS >= nvec) break;
+      use(v0 + (size_t)u * RMSNORM_THREADS, x[u], y[u]);
+    }
+  }
+}
+
 // One row: residual add, RMSNorm, optional per-token FP8.  get_s(v) gives
 // vector v (8 bf16) of the row's all-reduced values.  Shared by the fused
 // and the unfused kernels; three streaming passes over the row (the second
-// and third re-read what this thread itself wrote).  The first two passes
-// keep U vectors of each of their inputs in flight per thread (loads first,
-// then the arithmetic in the order U = 1 would do it: the same bits for
-// every U): with the co-resident grid of the fused kernels a multiprocessor
-// holds few warps, so the loads in flight per thread set the bandwidth.  U
-// = 1 where get_s itself keeps nranks loads in flight (the one-shot), and in
-// the unfused kernel, whose full grid keeps enough warps in flight.
-// nvec = hidden / 8.
+// and third re-read what this thread itself wrote).  The first two keep U
+// vectors of each of their inputs in flight per thread (rmsnorm_pass: the
+// same bits for every U): with the co-resident grid of the fused kernels a
+// multiprocessor holds few warps, so the loads in flight per thread set the
+// bandwidth.  U = 1 where get_s itself keeps nranks loads in flight (the
+// one-shot), and in the unfused kernel, whose full grid keeps enough warps
+// in flight.  nvec = hidden / 8.
 template <int U, typename GetS>
 __device__ __forceinline__ void rmsnorm_row(const GetS& get_s, size_t row, size_t nvec,
                                             const rcclx_bf16* residual_in, rcclx_bf16* residual_out,
                                             const rcclx_bf16* weight, float eps, rcclx_bf16* out, uint8_t* out_fp8,
                                             float* out_scale, float* smem) {
   float ss = 0.0f;
-  for (size_t v0 = threadIdx.x; v0 < nvec; v0 += U * RMSNORM_THREADS) {
-    rcclx_vec16 sv[U], rv[U];
+  rmsnorm_pass<U>(
+      nvec,
+      [&](size_t v, rcclx_vec16& s, rcclx_vec16& res) {
+        s = get_s(row * nvec + v);
+        res = rcclx_ld16(residual_in + (row * nvec + v) * 8);
+      },
+      [&](size_t v, const rcclx_vec16& s, const rcclx_vec16& res) {
+        float a[8], b[8];
+        rcclx_unpack16<rcclx_bf16>(s, a);
+        rcclx_unpack16<rcclx_bf16>(res, b);
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const size_t v = v0 + (size_t)u * RMSNORM_THREADS;
-      if (v < nvec) {
-        sv[u] = get_s(row * nvec + v);
-        rv[u] = rcclx_ld16(residual_in + (row * nvec + v) * 8);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const size_t v = v0 + (size_t)u * RMSNORM_THREADS;
-      if (v >= nvec) break;
-      float a[8], b[8];
-      rcclx_unpack16<rcclx_bf16>(sv[u], a);
-      rcclx_unpack16<rcclx_bf16>(rv[u], b);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        a[i] = rcclx_to_f32(rcclx_from_f32<rcclx_bf16>(a[i] + b[i]));  // the new residual
-        ss += rcclx_mul_rn(a[i], a[i]);
-      }
-      rcclx_st16(residual_out + (row * nvec + v) * 8, rcclx_pack16<rcclx_bf16>(a));
-    }
-  }
+        for (int i = 0; i < 8; ++i) {
+          a[i] = rcclx_to_f32(rcclx_from_f32<rcclx_bf16>(a[i] + b[i]));  // the new residual
+          ss += rcclx_mul_rn(a[i], a[i]);
+        }
+        rcclx_st16(residual_out + (row * nvec + v) * 8, rcclx_pack16<rcclx_bf16>(a));
+      });
   const float inv = 1.0f / rcclx_sqrtf(rmsnorm_block_reduce<false>(ss, smem) / (float)(nvec * 8) + eps);
   float amax = 0.0f;
-  for (size_t v0 = threadIdx.x; v0 < nvec; v0 += U * RMSNORM_THREADS) {
-    rcclx_vec16 rv[U], wv[U];
+  rmsnorm_pass<U>(
+      nvec,
+      [&](size_t v, rcclx_vec16& res, rcclx_vec16& w) {
+        res = rcclx_ld16(residual_out + (row * nvec + v) * 8);
+        w = rcclx_ld16(weight + v * 8);
+      },
+      [&](size_t v, const rcclx_vec16& res, const rcclx_vec16& w) {
+        float a[8], wf[8];
+        rcclx_unpack16<rcclx_bf16>(res, a);
+        rcclx_unpack16<rcclx_bf16>(w, wf);
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const size_t v = v0 + (size_t)u * RMSNORM_THREADS;
-      if (v < nvec) {
-        rv[u] = rcclx_ld16(residual_out + (row * nvec + v) * 8);
-        wv[u] = rcclx_ld16(weight + v * 8);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const size_t v = v0 + (size_t)u * RMSNORM_THREADS;
-      if (v >= nvec) break;
-      float a[8], w[8];
-      rcclx_unpack16<rcclx_bf16>(rv[u], a);
-      rcclx_unpack16<rcclx_bf16>(wv[u], w);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        a[i] = rcclx_to_f32(rcclx_from_f32<rcclx_bf16>(rcclx_mul_rn(rcclx_mul_rn(a[i], inv), w[i])));
-        amax = rcclx_fmaxf(amax, rcclx_fabsf(a[i]));
-      }
-      rcclx_st16(out + (row * nvec + v) * 8, rcclx_pack16<rcclx_bf16>(a));
-    }
-  }
+        for (int i = 0; i < 8; ++i) {
+          a[i] = rcclx_to_f32(rcclx_from_f32<rcclx_bf16>(rcclx_mul_rn(rcclx_mul_rn(a[i], inv), wf[i])));
+          amax = rcclx_fmaxf(amax, rcclx_fabsf(a[i]));
+        }
+        rcclx_st16(out + (row * nvec + v) * 8, rcclx_pack16<rcclx_bf16>(a));
+      });
   if (!out_fp8) return;
   // Optional FP8 output with one scale per token (ADAPT: format, or a
   // block-scaled layout through rcclx_fp8_quantize_group8).
@@ -171,13 +173,14 @@ __global__ void __launch_bounds__(RMSNORM_THREADS, 2)  // 2 per SM: the comm gri
 }
 
 // Two-shot.  Row pieces: vectors [q * piece, (q + 1) * piece) of every row
-// (piece = ceil(hidden / 8 / nranks)) are reduced by rank q into its
-// staging region (RCCLX_REGION_COPY0, at the row's own offset), so every
-// batch size spreads the reduction over all ranks and all of each rank's
-// blocks.  The staging region is the library's copy-in half: rcclx's own
-// calls on this communicator may use it too, which is safe because a rank
-// reaches this kernel's first barrier only after its previous kernel
-// completed, and leaves the kernel only after every rank finished reading.
+// (piece: the tree's shard, rcclx_tree_shard_vectors, of a row's hidden / 8
+// vectors) are reduced by rank q into its staging region
+// (RCCLX_REGION_COPY0, at the row's own offset), so every batch size
+// spreads the reduction over all ranks and all of each rank's blocks.  The
+// staging region is the library's copy-in half: rcclx's own calls on this
+// communicator may use it too, which is safe because a rank reaches this
+// kernel's first barrier only after its previous kernel completed, and
+// leaves the kernel only after every rank finished reading.
 template <int NMAX>
 __global__ void __launch_bounds__(RMSNORM_THREADS, 2)
     allreduce_rmsnorm_two_shot_kernel(rcclx_dev_comm c, uint32_t sig, size_t tokens, size_t hidden,
@@ -190,7 +193,7 @@ __global__ void __launch_bounds__(RMSNORM_THREADS, 2)
   const size_t x_off = (size_t)RCCLX_REGION_INPUT * c.region_bytes, s_off = (size_t)RCCLX_REGION_COPY0 * c.region_bytes;
   // 32-bit index math: tokens * hidden * 2 fits the region (< 64 GiB), so
   // every vector index of x is below 2^32.
-  const uint32_t nvec = (uint32_t)(hidden / 8), piece = (nvec + (uint32_t)c.nranks - 1) / (uint32_t)c.nranks;
+  const uint32_t nvec = (uint32_t)(hidden / 8), piece = (uint32_t)rcclx_tree_shard_vectors(nvec, c.nranks);
   {
     const uint32_t p0 = (uint32_t)c.rank * piece < nvec ? (uint32_t)c.rank * piece : nvec;
     const uint32_t len = p0 + piece < nvec ? piece : nvec - p0;
