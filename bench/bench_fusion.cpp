@@ -102,28 +102,31 @@ int main(int argc, char** argv) {
       CK(hipMalloc((void**)&s_all[r], 1024 * H * 2));
     }
     CK(rs.settle());
-    for (size_t T : {(size_t)1, (size_t)16, (size_t)128, (size_t)1024}) {
+    for (size_t T : {(size_t)1, (size_t)4, (size_t)16, (size_t)128, (size_t)1024}) {
       const double unf = time_graph(rs, [&](int r) {
         RK(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), s_all[r], T * H, RCCLX_BFLOAT16, RCCLX_SUM,
                            RCCLX_ALGO_AUTO, rs.stream[r]));
         rmsnorm_unfused_kernel<<<(unsigned)(T < 1024 ? T : 1024), RMSNORM_THREADS, 0, rs.stream[r]>>>(
             s_all[r], T, H, res[r], res_out[r], wt[r], 1e-6f, o[r], nullptr, nullptr);
       });
-      // The fused call in each shape: one-shot (FLAT), two-shot (TREE), and
-      // what AUTO picks (one of the two, by the communicator's flat_max_bytes).
-      const rcclx_algo shapes[3] = {RCCLX_ALGO_AUTO, RCCLX_ALGO_FLAT, RCCLX_ALGO_TREE};
-      const char* shape_names[3] = {"fused", "fused_one_shot", "fused_two_shot"};
-      double fus[3];
-      for (int k = 0; k < 3; ++k)
+      // The fused call in each shape: LL (where one LL launch holds it),
+      // one-shot (FLAT), two-shot (TREE), and what AUTO picks.
+      const rcclx_algo shapes[4] = {RCCLX_ALGO_AUTO, RCCLX_ALGO_LL, RCCLX_ALGO_FLAT, RCCLX_ALGO_TREE};
+      const char* shape_names[4] = {"fused", "fused_ll", "fused_one_shot", "fused_two_shot"};
+      double fus[4] = {0, 0, 0, 0};
+      for (int k = 0; k < 4; ++k) {
+        if (shapes[k] == RCCLX_ALGO_LL && !rmsnorm_ll_warps(T, H, rs.comm[0].view.nblocks)) continue;
         fus[k] = time_graph(rs, [&](int r) {
           RK(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], res_out[r], wt[r], 1e-6f, o[r], nullptr, nullptr, shapes[k],
                                rs.stream[r]));
         });
+      }
       fprintf(csv, "%d,allreduce_rmsnorm,%zu,%zu,0,unfused,%.3f,1.000\n", R, T, H, unf);
-      for (int k = 0; k < 3; ++k)
-        fprintf(csv, "%d,allreduce_rmsnorm,%zu,%zu,0,%s,%.3f,%.3f\n", R, T, H, shape_names[k], fus[k], unf / fus[k]);
-      printf("%-3d %-14s %6zu %6zu %6s %10s %10.2f %10s %10.2f  (one-shot %.2f, two-shot %.2f)\n", R, "ar_rmsnorm", T,
-             H, "-", "-", unf, "-", fus[0], fus[1], fus[2]);
+      for (int k = 0; k < 4; ++k)
+        if (fus[k] > 0)
+          fprintf(csv, "%d,allreduce_rmsnorm,%zu,%zu,0,%s,%.3f,%.3f\n", R, T, H, shape_names[k], fus[k], unf / fus[k]);
+      printf("%-3d %-14s %6zu %6zu %6s %10s %10.2f %10s %10.2f  (LL %.2f, one-shot %.2f, two-shot %.2f)\n", R,
+             "ar_rmsnorm", T, H, "-", "-", unf, "-", fus[0], fus[1], fus[2], fus[3]);
       fflush(stdout);
     }
     for (int r = 0; r < R; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));

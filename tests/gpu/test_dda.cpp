@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include "gpu_check.h"
+#include "ll_state.h"
 #include "ranks.h"
 
 namespace {
@@ -430,43 +431,6 @@ TEST_CASE("dda allreduce: LL with changing sizes, interleaved with flat and tree
     INFO("rank " << r);
     CHECK(e == 0);
     CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
-  }
-}
-
-// Sets the LL counters of every block slot of every rank (written into the
-// signal areas; nothing may run on the rank streams).
-static void set_ll_counters(rank_set& rs, uint32_t calls, uint32_t cleaned0, uint32_t cleaned1) {
-  for (int r = 0; r < rs.n; ++r) {
-    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
-    for (int b = 0; b < rs.comm[r].view.nblocks; ++b) {
-      rcclx_slot_counters* sc = &rs.comm[r].view.sigs[r]->slot[b];
-      const uint32_t v[3] = {calls, cleaned0, cleaned1};
-      GPU_REQUIRE(hipMemcpy(&sc->ll_calls, &v[0], 4, hipMemcpyHostToDevice));
-      GPU_REQUIRE(hipMemcpy(&sc->ll_cleaned[0], &v[1], 8, hipMemcpyHostToDevice));
-    }
-  }
-  GPU_REQUIRE(rs.settle());
-}
-static uint32_t ll_calls_of(rank_set& rs, int r, int b) {
-  uint32_t v = 0;
-  GPU_REQUIRE(hipMemcpy(&v, &rs.comm[r].view.sigs[r]->slot[b].ll_calls, 4, hipMemcpyDeviceToHost));
-  return v;
-}
-// Every block slot of every rank records buffer 0's last re-tagging at
-// call c0 and buffer 1's at c1 (ll_cleaned).
-static void check_ll_cleaned(rank_set& rs, uint32_t c0, uint32_t c1) {
-  for (int r = 0; r < rs.n; ++r)
-    for (int b = 0; b < rs.comm[r].view.nblocks; ++b) {
-      uint32_t v[2] = {0, 0};
-      GPU_REQUIRE(hipMemcpy(v, &rs.comm[r].view.sigs[r]->slot[b].ll_cleaned[0], 8, hipMemcpyDeviceToHost));
-      INFO("rank " << r << " slot " << b);
-      CHECK(v[0] == c0);
-      CHECK(v[1] == c1);
-    }
-}
-__global__ void delay_kernel(long long cycles) {
-  const long long t = clock64();
-  while (clock64() - t < cycles) {
   }
 }
 

@@ -12,6 +12,7 @@
 #include "../../examples/gemm_allreduce.h"
 #include "../../examples/gemm_allreduce_fp8.h"
 #include "gpu_check.h"
+#include "ll_state.h"
 #include "ranks.h"
 
 namespace {
@@ -387,22 +388,32 @@ TEST_CASE("fusion: a rank that never publishes is reported, not hung", "[gpu][fu
     for (auto p : {dX[r], dW[r], out[r]}) (void)hipFree(p);
 }
 
-TEST_CASE("fusion: AllReduce + residual + RMSNorm (+FP8), one-shot == two-shot == unfused, vs float64",
+TEST_CASE("fusion: AllReduce + residual + RMSNorm (+FP8), LL == one-shot == two-shot == unfused, vs float64",
           "[gpu][fusion]") {
   std::mt19937 rng(41);
   for (int R : {2, 8}) {
     rank_set rs;
     REQUIRE(rs.init(R) == RCCLX_SUCCESS);
-    for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_TREE}) {
-      rmsnorm_case(rs, 1, 4096, false, algo, rng);
-      rmsnorm_case(rs, 7, 520, true, algo, rng);  // 65 vectors per row: partial thread coverage, uneven pieces
-      rmsnorm_case(rs, 64, 4096, true, algo, rng);
-      rmsnorm_case(rs, 200, 1024, false, algo, rng);  // more rows than blocks
-      rmsnorm_case(rs, 3, 104, false, algo, rng);     // 13 vectors per row: at 8 ranks the last piece is empty
-      rmsnorm_case(rs, 5, 8, true, algo, rng);        // one vector per row: one rank owns every piece
+    const int nb = rs.comm[0].view.nblocks;
+    // LL only where the message fits one LL launch and its grid the
+    // communicator's (else the launcher refuses it: checked below).
+    const auto run = [&](size_t T, size_t H, bool fp8, rcclx_algo algo) {
+      if (algo != RCCLX_ALGO_LL || rmsnorm_ll_warps(T, H, nb)) rmsnorm_case(rs, T, H, fp8, algo, rng);
+    };
+    for (rcclx_algo algo : {RCCLX_ALGO_LL, RCCLX_ALGO_FLAT, RCCLX_ALGO_TREE}) {
+      run(1, 4096, false, algo);
+      run(7, 520, true, algo);  // 65 vectors per row: partial thread coverage, uneven pieces; LL: 2 blocks a row
+      run(64, 4096, true, algo);
+      run(200, 1024, false, algo);  // more rows than blocks
+      run(3, 104, false, algo);     // 13 vectors per row: at 8 ranks the last piece is empty
+      run(5, 8, true, algo);        // one vector per row: one rank owns every piece
+      run(1, 8192, true, algo);     // LL: 16 blocks a row, the FP8 maximum traded between them
+      run(4, 8192, false, algo);    // LL at 2 ranks: 64 KiB, the whole LL buffer and 64 blocks
     }
     rmsnorm_case(rs, 33, 8192, false, RCCLX_ALGO_AUTO, rng);  // two-shot at 8 ranks (flat_max_bytes 512 KiB)
-    rmsnorm_case(rs, 2, 8192, false, RCCLX_ALGO_AUTO, rng);
+    rmsnorm_case(rs, 2, 8192, false, RCCLX_ALGO_AUTO, rng);   // LL (at 8 ranks 4 warps a block)
+    rmsnorm_case(rs, 1, 8192, false, RCCLX_ALGO_AUTO, rng);   // LL
+    rmsnorm_case(rs, 16, 8192, false, RCCLX_ALGO_AUTO, rng);  // one-shot: beyond one LL launch
   }
   rank_set rs;
   REQUIRE(rs.init(2) == RCCLX_SUCCESS);
@@ -411,9 +422,137 @@ TEST_CASE("fusion: AllReduce + residual + RMSNorm (+FP8), one-shot == two-shot =
         RCCLX_ERR_INVALID_COUNT);
   CHECK(allreduce_rmsnorm(&rs.comm[0], 1, 8, p, p, p, 1e-6f, p, (uint8_t*)p, nullptr, RCCLX_ALGO_AUTO, rs.stream[0]) ==
         RCCLX_ERR_INVALID_ARGUMENT);
-  CHECK(allreduce_rmsnorm(&rs.comm[0], 1, 8, p, p, p, 1e-6f, p, nullptr, nullptr, RCCLX_ALGO_LL, rs.stream[0]) ==
+  // LL beyond one LL launch (512 KiB), and a shape that is no algorithm here.
+  CHECK(allreduce_rmsnorm(&rs.comm[0], 64, 4096, p, p, p, 1e-6f, p, nullptr, nullptr, RCCLX_ALGO_LL, rs.stream[0]) ==
         RCCLX_ERR_INVALID_ARGUMENT);
+  CHECK(allreduce_rmsnorm(&rs.comm[0], 1, 8, p, p, p, 1e-6f, p, nullptr, nullptr, RCCLX_ALGO_LOWP_FLAT,
+                          rs.stream[0]) == RCCLX_ERR_INVALID_ARGUMENT);
   (void)hipFree(p);
+}
+
+TEST_CASE("fusion: LL AllReduce + RMSNorm under graph capture, 20 replays, between library LL calls",
+          "[gpu][fusion]") {
+  // Each replay runs the fused LL call, then rcclx_allreduce's own LL
+  // kernel, on the same communicators: they share the LL state (call
+  // counts, buffers, tags).  x changes between replays.
+  const int R = 4;
+  const size_t T = 2, H = 2048, n = T * H;
+  rank_set rs;
+  REQUIRE(rs.init(R) == RCCLX_SUCCESS);
+  std::mt19937 rng(43);
+  const auto res_h = random_bf16(n, rng, 1.0f), w_h = random_bf16(H, rng, 1.0f);
+  std::vector<rcclx_bf16*> res(R), w(R), ro(R), o(R), s_all(R), ro_u(R), o_u(R);
+  for (int r = 0; r < R; ++r) {
+    rs.on(r);
+    res[r] = to_device(res_h);
+    w[r] = to_device(w_h);
+    for (auto* q : {&ro[r], &o[r], &s_all[r], &ro_u[r], &o_u[r]}) *q = poisoned<rcclx_bf16>(n);
+  }
+  hipGraphExec_t ge;
+  GPU_REQUIRE(rs.capture(1, [&](int r) {
+    REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, RCCLX_ALGO_LL,
+                              rs.stream[r]) == RCCLX_SUCCESS);
+    REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), s_all[r], n, RCCLX_BFLOAT16, RCCLX_SUM,
+                            RCCLX_ALGO_LL, rs.stream[r]) == RCCLX_SUCCESS);
+  }, &ge));
+  size_t bad = 0;
+  for (int it = 0; it < 20; ++it) {
+    progress("LL rmsnorm graph replay", R, it, 0, 0);
+    for (int r = 0; r < R; ++r) {
+      const auto x = random_bf16(n, rng, 1.0f);
+      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+      GPU_REQUIRE(hipMemcpy(rcclx_comm_input(&rs.comm[r]), x.data(), n * 2, hipMemcpyHostToDevice));
+    }
+    GPU_REQUIRE(rs.settle());
+    GPU_REQUIRE(hipGraphLaunch(ge, rs.stream[0]));
+    GPU_REQUIRE(hipStreamSynchronize(rs.stream[0]));
+    for (int r = 0; r < R; ++r) {  // the unfused norm on the library's AllReduce of the same x
+      rmsnorm_unfused_kernel<<<(unsigned)T, RMSNORM_THREADS, 0, rs.on(r)>>>(s_all[r], T, H, res[r], ro_u[r], w[r],
+                                                                           1e-6f, o_u[r], nullptr, nullptr);
+      GPU_REQUIRE(hipGetLastError());
+    }
+    require_clean(rs);
+    const auto want = to_host(o_u[0], n), want_res = to_host(ro_u[0], n);
+    for (int r = 0; r < R; ++r)
+      bad += !same_bits(to_host(o[r], n), want) + !same_bits(to_host(ro[r], n), want_res) +
+             !same_bits(to_host(o_u[r], n), want);
+  }
+  GPU_REQUIRE(hipGraphExecDestroy(ge));
+  CHECK(bad == 0);
+  for (int r = 0; r < R; ++r)
+    for (auto q : {res[r], w[r], ro[r], o[r], s_all[r], ro_u[r], o_u[r]}) (void)hipFree(q);
+}
+
+// The LL shape re-tags what it reads (rcclx/dda/ll.h): across the 32-bit
+// wrap of the LL call count, with both buffers due for re-tagging, every
+// call matches the unfused sequence (the library's flat AllReduce, which
+// leaves the LL state alone, then the norm kernel), one of them with rank
+// 0 starting late; each re-tagging call leaves every word of a rank's data
+// slot and of its spare slot (the row partials) with the re-tagging's tag
+// or its own, so the fused mapping's owners cover both slots; every call
+// advances every block slot.
+TEST_CASE("fusion: LL AllReduce + RMSNorm re-tags its words, across the wrap of the LL call count", "[gpu][fusion]") {
+  const int R = 4;
+  const size_t T = 3, H = 1040, n = T * H;  // 130 vectors a row: 3 blocks a row, the last one partial
+  rank_set rs;
+  REQUIRE(rs.init(R) == RCCLX_SUCCESS);
+  REQUIRE(!(rs.comm[0].view.flags & RCCLX_VIEW_LL_PUSH));  // pull: rank r's data slot r, spare slot r + 1
+  std::mt19937 rng(53);
+  const auto res_h = random_bf16(n, rng, 1.0f), w_h = random_bf16(H, rng, 1.0f);
+  std::vector<rcclx_bf16*> res(R), w(R), ro(R), o(R), s_all(R), ro_u(R), o_u(R);
+  for (int r = 0; r < R; ++r) {
+    rs.on(r);
+    res[r] = to_device(res_h);
+    w[r] = to_device(w_h);
+    for (auto* q : {&ro[r], &o[r], &s_all[r], &ro_u[r], &o_u[r]}) *q = poisoned<rcclx_bf16>(n);
+  }
+  const uint32_t k0 = 0u - 4u;
+  set_ll_counters(rs, k0, k0 - RCCLX_LL_RETAG_CALLS, k0 + 1u - RCCLX_LL_RETAG_CALLS);
+  for (uint32_t i = 0; i < 6; ++i) {
+    const uint32_t k = k0 + i;
+    progress("LL rmsnorm re-tagging, call", R, (long)i, 0, 0);
+    for (int r = 0; r < R; ++r) {
+      const auto x = random_bf16(n, rng, 1.0f);
+      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+      GPU_REQUIRE(hipMemcpy(rcclx_comm_input(&rs.comm[r]), x.data(), n * 2, hipMemcpyHostToDevice));
+    }
+    GPU_REQUIRE(rs.settle());
+    for (int r = 0; r < R; ++r) {
+      hipStream_t st = rs.on(r);
+      if (i == 2 && r == 0) delay_kernel<<<1, 1, 0, st>>>(20ll * 1000 * 1000);  // ~10 ms
+      REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, RCCLX_ALGO_LL,
+                                st) == RCCLX_SUCCESS);
+      REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), s_all[r], n, RCCLX_BFLOAT16, RCCLX_SUM,
+                              RCCLX_ALGO_FLAT, st) == RCCLX_SUCCESS);
+      rmsnorm_unfused_kernel<<<(unsigned)T, RMSNORM_THREADS, 0, st>>>(s_all[r], T, H, res[r], ro_u[r], w[r], 1e-6f,
+                                                                     o_u[r], nullptr, nullptr);
+      GPU_REQUIRE(hipGetLastError());
+    }
+    require_clean(rs);
+    INFO("call k0 + " << i);
+    const auto want = to_host(o_u[0], n), want_res = to_host(ro_u[0], n);
+    for (int r = 0; r < R; ++r) {
+      CHECK(same_bits(to_host(o[r], n), want));
+      CHECK(same_bits(to_host(ro[r], n), want_res));
+    }
+    if (i < 2)  // calls k0 and k0 + 1 re-tagged buffers 0 and 1
+      for (int r = 0; r < R; ++r)
+        for (int slot : {r, (r + 1) % R}) {
+          const auto tags = ll_slot_tags(rs, r, k & 1u, slot);
+          size_t stray = 0;
+          for (uint32_t t : tags) stray += t != k - 1u && t != k + 1u;
+          INFO("rank " << r << " slot " << slot);
+          CHECK(stray == 0);
+        }
+  }
+  check_ll_cleaned(rs, k0, k0 + 1u);
+  for (int r = 0; r < R; ++r)
+    for (int b = 0; b < rs.comm[r].view.nblocks; ++b) {
+      INFO("rank " << r << " slot " << b);
+      CHECK(ll_calls_of(rs, r, b) == k0 + 6u);
+    }
+  for (int r = 0; r < R; ++r)
+    for (auto q : {res[r], w[r], ro[r], o[r], s_all[r], ro_u[r], o_u[r]}) (void)hipFree(q);
 }
 
 TEST_CASE("fusion: AllReduce + RMSNorm ranks that disagree stop with RANK_MISMATCH, then run again",
@@ -437,11 +576,13 @@ TEST_CASE("fusion: AllReduce + RMSNorm ranks that disagree stop with RANK_MISMAT
   GPU_REQUIRE(rs.settle());
   const auto untouched = to_host(o[0], n);
   // Rank 0 asks for the one-shot, the others for the two-shot; then rank 2
-  // passes another token count.  Nobody hangs; every rank reports it.
-  for (int round = 0; round < 2; ++round) {
+  // passes another token count, to the two-shot and then to the LL shape
+  // (different grids: every block still sees the others' fingerprint).
+  // Nobody hangs; every rank reports it.
+  for (int round = 0; round < 3; ++round) {
     for (int r = 0; r < R; ++r) {
-      const rcclx_algo a = round == 0 && r == 0 ? RCCLX_ALGO_FLAT : RCCLX_ALGO_TREE;
-      const size_t t = round == 1 && r == 2 ? T - 1 : T;
+      const rcclx_algo a = round == 0 && r == 0 ? RCCLX_ALGO_FLAT : round == 2 ? RCCLX_ALGO_LL : RCCLX_ALGO_TREE;
+      const size_t t = round >= 1 && r == 2 ? T - 1 : T;
       REQUIRE(allreduce_rmsnorm(&rs.comm[r], t, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, a,
                                 rs.stream[r]) == RCCLX_SUCCESS);
     }
@@ -449,18 +590,44 @@ TEST_CASE("fusion: AllReduce + RMSNorm ranks that disagree stop with RANK_MISMAT
     for (int r = 0; r < R; ++r) CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
     for (int r = 0; r < R; ++r) CHECK(same_bits(to_host(o[r], n), untouched));  // nothing written
   }
-  // The barrier epochs stayed in step: agreeing calls work again.
-  for (int r = 0; r < R; ++r)
-    REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, RCCLX_ALGO_TREE,
-                              rs.stream[r]) == RCCLX_SUCCESS);
-  GPU_REQUIRE(rs.settle());
-  const auto o0 = to_host(o[0], n);
-  CHECK(!same_bits(o0, untouched));
-  for (int r = 0; r < R; ++r) {
-    CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
-    CHECK(same_bits(to_host(o[r], n), o0));
-    for (auto q : {res[r], w[r], ro[r], o[r]}) (void)hipFree(q);
+  // The barrier epochs and the LL call counts stayed in step: agreeing
+  // calls of both kinds work again.
+  for (rcclx_algo a : {RCCLX_ALGO_TREE, RCCLX_ALGO_LL}) {
+    for (int r = 0; r < R; ++r) {
+      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+      GPU_REQUIRE(hipMemcpy(o[r], untouched.data(), n * 2, hipMemcpyHostToDevice));
+    }
+    for (int r = 0; r < R; ++r)
+      REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, a,
+                                rs.stream[r]) == RCCLX_SUCCESS);
+    GPU_REQUIRE(rs.settle());
+    INFO("agreeing call, algo " << rcclx_algo_name(a));
+    const auto o0 = to_host(o[0], n);
+    CHECK(!same_bits(o0, untouched));
+    for (int r = 0; r < R; ++r) {
+      CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_SUCCESS);
+      CHECK(same_bits(to_host(o[r], n), o0));
+    }
   }
+  // The LL shape on rank 0 against the one-shot on the others (an LL
+  // kernel against barrier kernels): every rank stops with RANK_MISMATCH
+  // and writes nothing.  (After this the LL call counts are out of step:
+  // the communicators would have to be rebuilt, rcclx/dda/ll.h.)
+  for (int r = 0; r < R; ++r) {
+    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+    GPU_REQUIRE(hipMemcpy(o[r], untouched.data(), n * 2, hipMemcpyHostToDevice));
+  }
+  for (int r = 0; r < R; ++r)
+    REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr,
+                              r == 0 ? RCCLX_ALGO_LL : RCCLX_ALGO_FLAT, rs.stream[r]) == RCCLX_SUCCESS);
+  GPU_REQUIRE(rs.settle());
+  for (int r = 0; r < R; ++r) {
+    INFO("LL against one-shot, rank " << r);
+    CHECK(rcclx_comm_check(&rs.comm[r], nullptr) == RCCLX_ERR_RANK_MISMATCH);
+    CHECK(same_bits(to_host(o[r], n), untouched));
+  }
+  for (int r = 0; r < R; ++r)
+    for (auto q : {res[r], w[r], ro[r], o[r]}) (void)hipFree(q);
 }
 
 // Single-stream kernels only (no cross-rank barrier), for compute-sanitizer

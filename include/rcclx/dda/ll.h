@@ -238,27 +238,43 @@ RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf,
   return 1;
 }
 
+/* Byte offset of line j of this rank's spare slot in LL buffer `buf` of
+ * its own polled area: a slot no rank writes there in the view's mode (in
+ * pull mode the next rank's, whose lines that rank keeps in its own area;
+ * in push mode its own, which it never pushes to itself).  Words that only
+ * this rank's blocks exchange during an LL call go there (a fused kernel's
+ * row partials, examples/allreduce_rmsnorm.h), tagged like data lines. */
+RCCLX_DEVICE size_t rcclx_ll_spare_offset(const rcclx_dev_comm& c, uint32_t buf, size_t j) {
+  const int push = (c.flags & RCCLX_VIEW_LL_PUSH) != 0;
+  return rcclx_ll_line_offset(buf, push ? c.rank : (c.rank + 1 < c.nranks ? c.rank + 1 : 0), j);
+}
+
 /* The re-tagging of buffer `buf` by call k (see above): this rank's header
- * words of the block's slots and every data line the mapping gives it over
- * this rank's whole source slot, wherever it writes them, rewritten with
- * tag(k - 2) = k - 1; then one barrier on the block slot (checking the
- * call fingerprint), so that no peer polls before the
- * rewrite is visible; once it is passed, the slots record k as the
+ * words of the block's slots, every line of this rank's whole source slot
+ * whose owner is this block (owner(0, L) == blockIdx.x), wherever it
+ * writes them, and every line j of its spare slot with owner(1, j) ==
+ * blockIdx.x, rewritten with tag(k - 2) = k - 1; then one barrier on the
+ * block slot (checking the call fingerprint), so that no peer polls before
+ * the rewrite is visible; once it is passed, the slots record k as the
  * buffer's last re-tagging (ll_cleaned, read by later calls of this rank
- * only).  Every thread of the block calls it.  Returns the barrier's
- * result. */
-RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t k, uint32_t sig) {
-  const int g = (int)gridDim.x, nt = (int)blockDim.x;
-  const size_t stride = (size_t)g * nt, nlines = RCCLX_LL_MAX_BYTES / 8;
+ * only).  owner must give each line one block of the grid, the block that
+ * reads it in this call's mapping (lines the call does not reach: any
+ * block); -1 for lines nobody uses.  Every thread of the block calls it.
+ * Returns the barrier's result. */
+template <typename Owner>
+RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t k, uint32_t sig, const Owner& owner) {
+  const int b = (int)blockIdx.x, g = (int)gridDim.x, nt = (int)blockDim.x;
+  const uint32_t nlines = (uint32_t)(RCCLX_LL_MAX_BYTES / 8);
   const uint32_t zero[2] = {0u, 0u}, tag = k - 1u;
-  for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
+  for (int s = b + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
     rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), zero, 1, tag);
-  for (size_t L = rcclx_grid_first_vector((int)blockIdx.x, (int)threadIdx.x, g); L < nlines; L += stride)
-    rcclx_ll_publish(c, rcclx_ll_line_offset(buf, c.rank, L), zero, 2, tag);
-  const int r = rcclx_barrier_block(c, (int)blockIdx.x, sig);
+  for (uint32_t L = threadIdx.x; L < nlines; L += (uint32_t)nt) {
+    if (owner(0, L) == b) rcclx_ll_publish(c, rcclx_ll_line_offset(buf, c.rank, L), zero, 2, tag);
+    if (owner(1, L) == b) rcclx_ll_st_line(c, rcclx_ll_at(c, c.rank, rcclx_ll_spare_offset(c, buf, L)), zero, tag);
+  }
+  const int r = rcclx_barrier_block(c, b, sig);
   if (r == RCCLX_BARRIER_OK)
-    for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
-      c.sigs[c.rank]->slot[s].ll_cleaned[buf] = k;
+    for (int s = b + (int)threadIdx.x * g; s < c.nblocks; s += nt * g) c.sigs[c.rank]->slot[s].ll_cleaned[buf] = k;
   return r;
 }
 
@@ -266,169 +282,264 @@ RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t 
 #define RCCLX_LL_MISMATCH 2
 #define RCCLX_LL_ABORTED 4 /* another thread of the block saw a mismatch */
 
+/* An LL call as a block runs it, for the LL kernel below and for kernels
+ * that fuse an LL exchange with their own work (a fused epilogue or norm).
+ * Every block of such a kernel, on every rank, follows the same steps:
+ *   rcclx_ll_open            (every thread) the call count, re-tagging
+ *   rcclx_ll_publish_headers (every thread) the block's header words
+ *   rcclx_ll_publish ...     its lines: line L of the message at
+ *                            rcclx_ll_line_offset(call.buf, c.rank, L)
+ *   rcclx_ll_commit          (every thread) the call count, advanced
+ *   rcclx_ll_check_headers   (every thread; lanes of one warp check)
+ *   rcclx_ll_gather_lines ... the peers' copies of its lines
+ * with the rules of this file: block b reads only lines that block b of
+ * each peer wrote (the same line-to-block mapping on every rank: what the
+ * call's count and grid give), the grid is at most c.nblocks blocks and
+ * co-resident with every other rank's (its blocks spin on theirs), and
+ * ranks pass the same fingerprint `sig` for the same call.  The LL state
+ * is the communicator's: such calls interleave with rcclx_allreduce's LL
+ * calls on the same stream. */
+typedef struct rcclx_ll_call {
+  uint32_t k;   /* the block slot's LL call count */
+  uint32_t buf; /* LL buffer k & 1 */
+  uint32_t tag; /* tag(k) = k + 1 */
+  uint32_t sig; /* the call's fingerprint */
+} rcclx_ll_call;
+/* What the threads of a block share during a call (in __shared__ memory). */
+typedef struct rcclx_ll_shared {
+  int mismatch_seen; /* a thread saw a fingerprint that differs: pollers stop */
+  int headers_seen;  /* peers whose header for this call the block has seen */
+} rcclx_ll_shared;
+
+/* rcclx_ll_open: reads the block slot's call count (and last re-tagging), and
+ * re-tags its buffer when due (rcclx_ll_retag, with `owner`).  Returns 0
+ * when the block must leave at once: this rank holds an unread error
+ * (rcclx_error_unread) or the re-tagging's barrier failed.  *sh is
+ * initialised, visible to the block's threads after rcclx_ll_commit. */
+template <typename Owner>
+RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, rcclx_ll_shared* sh, const Owner& owner,
+                               rcclx_ll_call* call) {
+  const volatile rcclx_slot_counters* ctr = &c.sigs[c.rank]->slot[blockIdx.x];
+  const uint32_t failed = rcclx_error_unread(c);
+  const uint32_t k = ctr->ll_calls, cleaned0 = ctr->ll_cleaned[0], cleaned1 = ctr->ll_cleaned[1];
+  if (failed) return 0;
+  call->k = k;
+  call->buf = k & 1u;
+  call->tag = k + 1u;
+  call->sig = sig;
+  if (threadIdx.x == 0) {
+    sh->mismatch_seen = 0;
+    sh->headers_seen = 0;
+  }
+  const uint32_t cleaned = k & 1u ? cleaned1 : cleaned0;
+  return !(k - cleaned >= RCCLX_LL_RETAG_CALLS && rcclx_ll_retag(c, call->buf, k, sig, owner) != RCCLX_BARRIER_OK);
+}
+
+/* rcclx_ll_publish_headers: the header words {sig | tag} of the block slots this block stands
+ * for (b, b + g, b + 2g, ... below c.nblocks: thread t takes b + t * g,
+ * then every blockDim.x * g further), where every peer reads them. */
+RCCLX_DEVICE void rcclx_ll_publish_headers(const rcclx_dev_comm& c, const rcclx_ll_call& call) {
+  const int g = (int)gridDim.x;
+  for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += (int)blockDim.x * g)
+    rcclx_ll_publish(c, rcclx_ll_header_offset(call.buf, s, c.rank), &call.sig, 1, call.tag);
+}
+
+/* rcclx_ll_commit, after the block's lines are published: the call count of the
+ * block's slots, now, so the store is off the kernel's end.  The
+ * __syncthreads makes it safe (every thread of the block read slot b's
+ * count in rcclx_ll_open; no other block of this grid touches these slots,
+ * and the next call is a later kernel on the same stream, which reads them
+ * once this grid completed) and makes *sh visible.  (A call that fails
+ * later leaves the counts out of step on some rank anyway: the
+ * communicators must be rebuilt, rcclx_comm_check.) */
+RCCLX_DEVICE void rcclx_ll_commit(const rcclx_dev_comm& c, const rcclx_ll_call& call) {
+  __syncthreads();
+  const int g = (int)gridDim.x;
+  for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += (int)blockDim.x * g)
+    c.sigs[c.rank]->slot[s].ll_calls = call.k + 1u;
+}
+
+/* rcclx_ll_check_headers: lane q < nranks of the warp that starts at thread `first` checks
+ * peer q's header of block slot b (a differing fingerprint stops the
+ * block's other pollers); the other threads return 0 at once.  Once every
+ * peer's header is seen, every peer block this block waits on runs the
+ * call and writes its lines without waiting: with `early` the lane that
+ * saw the last one lets the stream's next kernel be scheduled
+ * (rcclx_dda_peers_committed), so its launch overlaps the data polls.
+ * *spins, *t0: the thread's watchdog state (rcclx_watchdog_expired), kept
+ * for its later waits of the call.  Returns 0, RCCLX_LL_MISMATCH or
+ * RCCLX_LL_TIMEOUT. */
+RCCLX_DEVICE int rcclx_ll_check_headers(const rcclx_dev_comm& c, const rcclx_ll_call& call, rcclx_ll_shared* sh,
+                                        int first, int early, uint32_t* spins, uint64_t* t0) {
+  const int q = (int)threadIdx.x - first, b = (int)blockIdx.x;
+  const int checks = q >= 0 && q < c.nranks && q != c.rank;
+  int pending = checks, bad = 0;
+  uint32_t polls = 0;
+  while (pending && !bad) {
+    if (rcclx_ll_header_mismatch(c, call.buf, call.tag, call.sig, &pending, &sh->mismatch_seen, b, q, call.k, &polls))
+      bad = RCCLX_LL_MISMATCH;
+    else if (pending && rcclx_watchdog_expired(c, spins, t0, b, q, call.k))
+      bad = RCCLX_LL_TIMEOUT;
+  }
+  if (early && checks && !bad && atomicAdd(&sh->headers_seen, 1) == c.nranks - 2) rcclx_dda_peers_committed();
+  return bad;
+}
+
+/* Where a block's polls read: what the poll addresses need from the view,
+ * read once before the polls (read at each poll, as the loads' memory
+ * clobbers made the compiler do, it cost a dependent parameter read per
+ * peer: issuing the first batch took longer than its round trip at 8
+ * ranks, bench/RESULTS.md runs 73-74). */
+typedef struct rcclx_ll_reader {
+  int one_device, push, rank, nranks;
+} rcclx_ll_reader;
+RCCLX_DEVICE rcclx_ll_reader rcclx_ll_reader_of(const rcclx_dev_comm& c) {
+  rcclx_ll_reader r;
+  r.one_device = (c.flags & RCCLX_VIEW_ONE_DEVICE) != 0;
+  r.push = (c.flags & RCCLX_VIEW_LL_PUSH) != 0;
+  r.rank = c.rank;
+  r.nranks = c.nranks;
+  return r;
+}
+
+/* Lines L .. L + NL - 1 of every peer's message (this call's words) into
+ * x[i][q] (x[i][rank] untouched).  Every source's lines are loaded at once
+ * and the ones not yet arrived are re-polled together, so a call costs one
+ * round trip once the data is there.  One load per missing line per
+ * round, issued as soon as the last came back, measured best on one H200
+ * (virtual ranks) against: a second load of the line in flight, at once or
+ * staggered (runs 75-76: the extra polls lengthen every round trip, and
+ * the reduction waits for the later load), back-off or fewer peers polled
+ * while several are missing (runs 56, 78), polls only after the peers'
+ * headers (run 48), atomics as polls (run 70), more or fewer blocks (runs
+ * 49-50, 71, 77).  Returns 0, or RCCLX_LL_ABORTED (another thread saw a
+ * mismatch) or RCCLX_LL_TIMEOUT (recorded), when a line is incomplete. */
+template <int NMAX, int NL>
+RCCLX_DEVICE int rcclx_ll_gather_lines(const rcclx_dev_comm& c, const rcclx_ll_reader& rd, const rcclx_ll_call& call,
+                                       const rcclx_ll_shared* sh, uint32_t L, uint64_t (*x)[NMAX][2], uint32_t* spins,
+                                       uint64_t* t0) {
+  /* Source q's line: at off + q * RCCLX_LL_SLOT_BYTES of q's area (pull)
+   * or of this rank's (push): rcclx_ll_owner, with the flag read once. */
+  const size_t off = rcclx_ll_line_offset(call.buf, 0, L);
+  const int rank = rd.rank, nranks = rd.nranks;
+  RCCLX_UNROLL
+  for (int i = 0; i < NL; ++i)
+    RCCLX_UNROLL
+    for (int q = 0; q < NMAX; ++q)
+      if (q < nranks && q != rank)
+        rcclx_ll_poll_line(rd.one_device, c.sigs[rd.push ? rank : q], off + 16 * i + (size_t)q * RCCLX_LL_SLOT_BYTES,
+                           x[i][q]);
+  for (;;) {
+    int waiting_on = -1;
+    RCCLX_UNROLL
+    for (int i = 0; i < NL; ++i)
+      RCCLX_UNROLL
+      for (int q = NMAX - 1; q >= 0; --q)
+        if (q < nranks && q != rank && !rcclx_ll_arrived(x[i][q], call.tag)) waiting_on = q;
+    if (waiting_on < 0) return 0;
+    if (*(const volatile int*)&sh->mismatch_seen) return RCCLX_LL_ABORTED;
+    if (rcclx_watchdog_expired(c, spins, t0, (int)blockIdx.x, waiting_on, call.k)) return RCCLX_LL_TIMEOUT;
+    RCCLX_UNROLL
+    for (int i = 0; i < NL; ++i)
+      RCCLX_UNROLL
+      for (int q = 0; q < NMAX; ++q)
+        if (q < nranks && q != rank && !rcclx_ll_arrived(x[i][q], call.tag))
+          rcclx_ll_poll_line(rd.one_device, c.sigs[rd.push ? rank : q],
+                             off + 16 * i + (size_t)q * RCCLX_LL_SLOT_BYTES, x[i][q]);
+  }
+}
+
+/* Line L's sum over ranks 0..nranks-1 in fp32, rounded once (the flat
+ * kernel's bits, NaN payloads included): own = this rank's 8 bytes, x[q]
+ * the peers' lines (rcclx_ll_gather_lines). */
+template <typename T, int OP, int NMAX>
+RCCLX_DEVICE void rcclx_ll_reduce_line(const rcclx_ll_reader& rd, const uint32_t* own, const uint64_t (*x)[2],
+                                       uint32_t* out) {
+  /* Each rank's 8 bytes as the low half of a 16-byte vector, for the
+   * summation every DDA path shares (rcclx_dda_accumulate); the zero
+   * upper half and its result are dead code to the compiler. */
+  rcclx_vec16 v[NMAX];
+  RCCLX_UNROLL
+  for (int q = 0; q < NMAX; ++q) {
+    v[q].w[0] = q == rd.rank ? own[0] : (uint32_t)x[q][0];
+    v[q].w[1] = q == rd.rank ? own[1] : (uint32_t)x[q][1];
+    v[q].w[2] = v[q].w[3] = 0u;
+  }
+  const rcclx_vec16 sum = rcclx_dda_accumulate<T, OP, NMAX>(v, rd.nranks);
+  out[0] = sum.w[0];
+  out[1] = sum.w[1];
+}
+
 template <typename T, int OP, int NMAX>
 /* RCCLX_LAUNCH_BOUNDS_512: two blocks per SM on NVIDIA, as the other DDA
  * kernels reach by themselves (the grid is sized by the fewest blocks any
  * of them fits per multiprocessor, rcclx_dda_min_occupancy). */
 RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     rcclx_dda_ll_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig) {
-  /* Set when a thread of this block saw a fingerprint that differs: the
-   * threads still polling for data that peer may never send stop. */
-  __shared__ int mismatch_seen;
-  /* Peers whose header for this call the block has seen (step 3). */
-  __shared__ int headers_seen;
+  __shared__ rcclx_ll_shared sh;
   rcclx_grid_dependency_wait(); /* the previous kernel's writes (rcclx_dda_done_waiting) */
   rcclx_dda_launch_next_early(c);
   /* Indices read once: under HIP they are runtime calls until the device
    * libraries are linked, and CI's ISA build links none. */
   const int b = (int)blockIdx.x, tid = (int)threadIdx.x, g = (int)gridDim.x, E = 8 / (int)sizeof(T);
-  /* The block slots thread tid stands for (see above): b + tid * g, then
-   * every slot_step further. */
-  const int slot_step = (int)blockDim.x * g;
-  /* 32-bit line indices: a launch holds at most RCCLX_LL_MAX_BYTES / 8 lines. */
-  const uint32_t L0 = (uint32_t)rcclx_grid_first_vector(b, tid, g), stride = (uint32_t)slot_step;
+  /* 32-bit line indices: a launch holds at most RCCLX_LL_MAX_BYTES / 8
+   * lines.  Thread tid's lines: L0, then every `stride` further
+   * (rcclx_grid_first_vector, counted in lines). */
+  const uint32_t L0 = (uint32_t)rcclx_grid_first_vector(b, tid, g), stride = (uint32_t)blockDim.x * (uint32_t)g;
   const uint32_t nlines = (uint32_t)((n + E - 1) / E);
-  /* The thread's first line of send, loaded before the counters below
-   * (neither load needs the other), so the two round trips overlap. */
+  /* The thread's first line of send, loaded before the counters
+   * (rcclx_ll_open; neither load needs the other), so the two round trips
+   * overlap. */
   uint32_t first[2] = {0u, 0u};
   if (L0 < nlines) rcclx_ll_load_clipped(send, L0, n, first);
-  rcclx_signal* me = c.sigs[c.rank];
-  /* The call count and the last re-tagging of its buffer, and whether this
-   * rank holds an unread error (then it skips the call:
-   * rcclx_error_unread). */
-  const volatile rcclx_slot_counters* ctr = &me->slot[b];
-  const uint32_t failed = rcclx_error_unread(c);
-  const uint32_t k = ctr->ll_calls, cleaned0 = ctr->ll_cleaned[0], cleaned1 = ctr->ll_cleaned[1];
-  if (failed) return;
-  const uint32_t cleaned = k & 1u ? cleaned1 : cleaned0;
-  const uint32_t buf = k & 1u, tag = k + 1u;
-  if (tid == 0) {
-    mismatch_seen = 0;
-    headers_seen = 0;
-  }
-  RCCLX_TRACE(c, k, 0);
-  if (k - cleaned >= RCCLX_LL_RETAG_CALLS && rcclx_ll_retag(c, buf, k, sig) != RCCLX_BARRIER_OK) return;
+  /* The mapping's owner of line L: warp-sized runs dealt to the g blocks
+   * in turn; no spare lines. */
+  const auto owner = [g](int spare, uint32_t L) { return spare ? -1 : (int)(L / RCCLX_WARP_SIZE % (uint32_t)g); };
+  rcclx_ll_call call;
+  if (!rcclx_ll_open(c, sig, &sh, owner, &call)) return;
+  RCCLX_TRACE(c, call.k, 0);
 
-  /* 1. The headers of the block's slots, then its lines, into this rank's
-   * source slot of LL buffer k & 1 (its own area, or every peer's:
-   * rcclx_ll_publish). */
-  for (int s = b + tid * g; s < c.nblocks; s += slot_step)
-    rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), &sig, 1, tag);
-  if (L0 < nlines) rcclx_ll_publish(c, rcclx_ll_line_offset(buf, c.rank, L0), first, 2, tag);
+  rcclx_ll_publish_headers(c, call);
+  if (L0 < nlines) rcclx_ll_publish(c, rcclx_ll_line_offset(call.buf, c.rank, L0), first, 2, call.tag);
   for (uint32_t L = L0 + stride; L < nlines; L += stride) {
     uint32_t d[2];
     rcclx_ll_load_clipped(send, L, n, d);
-    rcclx_ll_publish(c, rcclx_ll_line_offset(buf, c.rank, L), d, 2, tag);
+    rcclx_ll_publish(c, rcclx_ll_line_offset(call.buf, c.rank, L), d, 2, call.tag);
   }
-  RCCLX_TRACE(c, k, 1);
-  __syncthreads(); /* mismatch_seen and headers_seen are initialised */
+  RCCLX_TRACE(c, call.k, 1);
+  rcclx_ll_commit(c, call);
 
-  /* 2. The call count of the block's slots, now, so the store is off the
-   * kernel's end: every thread of the block read slot b's before the
-   * barrier above, no other block of this grid touches these slots, and
-   * the next call is a later kernel on the same stream, which reads them
-   * once this grid completed.  (A call that fails below leaves the counts
-   * out of step on some rank anyway: the communicators must be rebuilt,
-   * rcclx_comm_check.) */
-  for (int s = b + tid * g; s < c.nblocks; s += slot_step) me->slot[s].ll_calls = k + 1u;
-
-  /* 3. The headers: lane q < nranks of the block's last warp checks peer
-   * q's (a small message leaves that warp without lines, so the check runs
-   * beside the data polls); a fingerprint that differs stops the block's
-   * other pollers.  Once every peer's header for the call is seen, every
-   * peer block this block waits on runs the call and writes its lines
-   * without waiting: the lane that saw the last one lets the stream's next
-   * kernel be scheduled (rcclx_dda_peers_committed), so its launch overlaps
-   * the data polls instead of following them. */
-  int bad = 0;
-  /* One watchdog state per thread for all its waits of the call (a header
+  /* The headers: the block's last warp checks them (a small message leaves
+   * that warp without lines, so the check runs beside the data polls).
+   * One watchdog state per thread for all its waits of the call (a header
    * lane's header wait, then its lines' when its warp holds lines): the
    * watchdog bounds the thread's whole wait for its peers. */
-  uint32_t spins = 0, hdr_polls = 0;
+  uint32_t spins = 0;
   uint64_t t0 = 0;
-  {
-    const int q = tid - ((int)blockDim.x - RCCLX_WARP_SIZE);
-    const int checks = q >= 0 && q < c.nranks && q != c.rank;
-    int hdr_pending = checks;
-    while (hdr_pending && !bad) {
-      if (rcclx_ll_header_mismatch(c, buf, tag, sig, &hdr_pending, &mismatch_seen, b, q, k, &hdr_polls))
-        bad = RCCLX_LL_MISMATCH;
-      else if (hdr_pending && rcclx_watchdog_expired(c, &spins, &t0, b, q, k))
-        bad = RCCLX_LL_TIMEOUT;
-    }
-    if (checks && !bad && atomicAdd(&headers_seen, 1) == c.nranks - 2) rcclx_dda_peers_committed();
-  }
+  int bad = rcclx_ll_check_headers(c, call, &sh, (int)blockDim.x - RCCLX_WARP_SIZE, 1, &spins, &t0);
 
-  /* 4.  Every source's line is loaded at once and the ones not yet arrived
-   * are re-polled together, so a call costs one round trip once the data
-   * is there.  What the poll addresses need from the view is read before
-   * the polls: the scope and the ranks once, the line's byte offset in
-   * every rank's LL buffer k & 1 once per line.  (Read at each poll, as the
-   * loads' memory clobbers made the compiler do, it cost a dependent
-   * parameter read per peer: issuing the first batch took longer than its
-   * round trip at 8 ranks, bench/RESULTS.md runs 73-74.)
-   * One load per missing line per round, issued as soon as the last came
-   * back, measured best on one H200 (virtual ranks) against: a second
-   * load of the line in flight, at once or staggered (runs 75-76: the
-   * extra polls lengthen every round trip, and the reduction waits for
-   * the later load), back-off or fewer peers polled while several are
-   * missing (runs 56, 78), polls only after the peers' headers (run 48),
-   * atomics as polls (run 70), more or fewer blocks (runs 49-50, 71, 77). */
-  const int one_device = (c.flags & RCCLX_VIEW_ONE_DEVICE) != 0, rank = c.rank, nranks = c.nranks;
-  const int push = (c.flags & RCCLX_VIEW_LL_PUSH) != 0;
+  const rcclx_ll_reader rd = rcclx_ll_reader_of(c);
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
-    /* Source q's line: at off + q * RCCLX_LL_SLOT_BYTES of q's area
-     * (pull) or of this rank's (push): rcclx_ll_owner, with the flag read
-     * once above. */
-    const size_t off = rcclx_ll_line_offset(buf, 0, L);
-    uint64_t x[NMAX][2];
-    RCCLX_UNROLL
-    for (int q = 0; q < NMAX; ++q)
-      if (q < nranks && q != rank)
-        rcclx_ll_poll_line(one_device, c.sigs[push ? rank : q], off + (size_t)q * RCCLX_LL_SLOT_BYTES, x[q]);
-    for (;;) {
-      int waiting_on = -1;
-      RCCLX_UNROLL
-      for (int q = NMAX - 1; q >= 0; --q)
-        if (q < nranks && q != rank && !rcclx_ll_arrived(x[q], tag)) waiting_on = q;
-      if (waiting_on < 0) break;
-      if (*(volatile int*)&mismatch_seen) bad = RCCLX_LL_ABORTED;
-      else if (rcclx_watchdog_expired(c, &spins, &t0, b, waiting_on, k)) bad = RCCLX_LL_TIMEOUT;
-      if (bad) break;
-      RCCLX_UNROLL
-      for (int q = 0; q < NMAX; ++q)
-        if (q < nranks && q != rank && !rcclx_ll_arrived(x[q], tag))
-          rcclx_ll_poll_line(one_device, c.sigs[push ? rank : q], off + (size_t)q * RCCLX_LL_SLOT_BYTES, x[q]);
-    }
+    uint64_t x[1][NMAX][2];
+    bad = rcclx_ll_gather_lines<NMAX, 1>(c, rd, call, &sh, L, x, &spins, &t0);
     if (bad) break;
-    /* Rank order 0..nranks-1 in fp32, rounded once: the flat kernel's bits.
-     * This rank's own part: the first line from the registers its write
+    /* This rank's own part: the first line from the registers its write
      * used (reading send again put a load after the polls, on the call's
      * path: bench/RESULTS.md runs 58-59), later ones from send. */
-    uint32_t own[2] = {first[0], first[1]};
+    uint32_t own[2] = {first[0], first[1]}, sum[2];
     if (L != L0) rcclx_ll_load_clipped(send, L, n, own);
-    /* Each rank's 8 bytes as the low half of a 16-byte vector, for the
-     * summation every DDA path shares (rcclx_dda_accumulate); the zero
-     * upper half and its result are dead code to the compiler. */
-    rcclx_vec16 v[NMAX];
-    RCCLX_UNROLL
-    for (int q = 0; q < NMAX; ++q) {
-      v[q].w[0] = q == rank ? own[0] : (uint32_t)x[q][0];
-      v[q].w[1] = q == rank ? own[1] : (uint32_t)x[q][1];
-      v[q].w[2] = v[q].w[3] = 0u;
-    }
-    const rcclx_vec16 sum = rcclx_dda_accumulate<T, OP, NMAX>(v, nranks);
-    rcclx_ll_store_clipped(recv, L, n, sum.w);
+    rcclx_ll_reduce_line<T, OP, NMAX>(rd, own, x[0], sum);
+    rcclx_ll_store_clipped(recv, L, n, sum);
   }
-  RCCLX_TRACE(c, k, 2);
+  RCCLX_TRACE(c, call.k, 2);
   /* No closing vote or trigger: each thread leaves once its own polls are
    * done.  A block that exits counts as having let the stream's next kernel
-   * go, and on the normal path its header lane already did (step 3); a
+   * go, and on the normal path its header lane already did (step 4); a
    * block-wide vote here only kept every warp until the slowest one
    * (bench/RESULTS.md, runs 67-69).  A thread that stopped on a timeout or a
    * mismatch leaves its lines unwritten; the error is recorded. */
-  RCCLX_TRACE(c, k, 3);
-  RCCLX_TRACE(c, k, 4);
+  RCCLX_TRACE(c, call.k, 3);
+  RCCLX_TRACE(c, call.k, 4);
 }
 
 #endif /* RCCLX_GPU_LANG */
