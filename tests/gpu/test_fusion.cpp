@@ -430,57 +430,85 @@ TEST_CASE("fusion: AllReduce + residual + RMSNorm (+FP8), LL == one-shot == two-
   (void)hipFree(p);
 }
 
-TEST_CASE("fusion: LL AllReduce + RMSNorm under graph capture, 20 replays, between library LL calls",
-          "[gpu][fusion]") {
-  // Each replay runs the fused LL call, then rcclx_allreduce's own LL
-  // kernel, on the same communicators: they share the LL state (call
-  // counts, buffers, tags).  x changes between replays.
-  const int R = 4;
-  const size_t T = 2, H = 2048, n = T * H;
-  rank_set rs;
-  REQUIRE(rs.init(R) == RCCLX_SUCCESS);
-  std::mt19937 rng(43);
-  const auto res_h = random_bf16(n, rng, 1.0f), w_h = random_bf16(H, rng, 1.0f);
-  std::vector<rcclx_bf16*> res(R), w(R), ro(R), o(R), s_all(R), ro_u(R), o_u(R);
-  for (int r = 0; r < R; ++r) {
-    rs.on(r);
-    res[r] = to_device(res_h);
-    w[r] = to_device(w_h);
-    for (auto* q : {&ro[r], &o[r], &s_all[r], &ro_u[r], &o_u[r]}) *q = poisoned<rcclx_bf16>(n);
+// What the LL RMSNorm tests below share: a residual and a weight (the same
+// on every rank), the fused call's outputs, and the unfused sequence's (s
+// all-reduced by the library, then the norm kernel), poisoned.
+struct ll_norm_bufs {
+  int R;
+  size_t T, H, n;
+  std::vector<rcclx_bf16*> res, w, ro, o, s_all, ro_u, o_u;
+  ll_norm_bufs(rank_set& rs, size_t T_, size_t H_, std::mt19937& rng)
+      : R(rs.n), T(T_), H(H_), n(T_ * H_), res(R), w(R), ro(R), o(R), s_all(R), ro_u(R), o_u(R) {
+    const auto res_h = random_bf16(n, rng, 1.0f), w_h = random_bf16(H, rng, 1.0f);
+    for (int r = 0; r < R; ++r) {
+      rs.on(r);
+      res[r] = to_device(res_h);
+      w[r] = to_device(w_h);
+      for (auto* q : {&ro[r], &o[r], &s_all[r], &ro_u[r], &o_u[r]}) *q = poisoned<rcclx_bf16>(n);
+    }
   }
-  hipGraphExec_t ge;
-  GPU_REQUIRE(rs.capture(1, [&](int r) {
-    REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, RCCLX_ALGO_LL,
-                              rs.stream[r]) == RCCLX_SUCCESS);
-    REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), s_all[r], n, RCCLX_BFLOAT16, RCCLX_SUM,
-                            RCCLX_ALGO_LL, rs.stream[r]) == RCCLX_SUCCESS);
-  }, &ge));
-  size_t bad = 0;
-  for (int it = 0; it < 20; ++it) {
-    progress("LL rmsnorm graph replay", R, it, 0, 0);
+  ~ll_norm_bufs() {
+    for (int r = 0; r < R; ++r)
+      for (auto q : {res[r], w[r], ro[r], o[r], s_all[r], ro_u[r], o_u[r]}) (void)hipFree(q);
+  }
+  // Fresh random x in every rank's input region (nothing runs on the streams).
+  void new_x(rank_set& rs, std::mt19937& rng) {
     for (int r = 0; r < R; ++r) {
       const auto x = random_bf16(n, rng, 1.0f);
       GPU_REQUIRE(hipSetDevice(rs.dev[r]));
       GPU_REQUIRE(hipMemcpy(rcclx_comm_input(&rs.comm[r]), x.data(), n * 2, hipMemcpyHostToDevice));
     }
     GPU_REQUIRE(rs.settle());
-    GPU_REQUIRE(hipGraphLaunch(ge, rs.stream[0]));
-    GPU_REQUIRE(hipStreamSynchronize(rs.stream[0]));
-    for (int r = 0; r < R; ++r) {  // the unfused norm on the library's AllReduce of the same x
-      rmsnorm_unfused_kernel<<<(unsigned)T, RMSNORM_THREADS, 0, rs.on(r)>>>(s_all[r], T, H, res[r], ro_u[r], w[r],
-                                                                           1e-6f, o_u[r], nullptr, nullptr);
-      GPU_REQUIRE(hipGetLastError());
-    }
-    require_clean(rs);
+  }
+  void fused(rank_set& rs, int r, hipStream_t st) {
+    REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, RCCLX_ALGO_LL,
+                              st) == RCCLX_SUCCESS);
+  }
+  // The unfused sequence's second half, on s_all.
+  void unfused_norm(int r, hipStream_t st) {
+    rmsnorm_unfused_kernel<<<(unsigned)T, RMSNORM_THREADS, 0, st>>>(s_all[r], T, H, res[r], ro_u[r], w[r], 1e-6f,
+                                                                   o_u[r], nullptr, nullptr);
+    GPU_REQUIRE(hipGetLastError());
+  }
+  // Outputs (fused or unfused, on any rank) that differ from rank 0's
+  // unfused ones, bit for bit.
+  size_t mismatches() {
     const auto want = to_host(o_u[0], n), want_res = to_host(ro_u[0], n);
+    size_t bad = 0;
     for (int r = 0; r < R; ++r)
       bad += !same_bits(to_host(o[r], n), want) + !same_bits(to_host(ro[r], n), want_res) +
              !same_bits(to_host(o_u[r], n), want);
+    return bad;
+  }
+};
+
+TEST_CASE("fusion: LL AllReduce + RMSNorm under graph capture, 20 replays, between library LL calls",
+          "[gpu][fusion]") {
+  // Each replay runs the fused LL call, then rcclx_allreduce's own LL
+  // kernel, on the same communicators: they share the LL state (call
+  // counts, buffers, tags).  x changes between replays.
+  rank_set rs;
+  REQUIRE(rs.init(4) == RCCLX_SUCCESS);
+  std::mt19937 rng(43);
+  ll_norm_bufs b(rs, 2, 2048, rng);
+  hipGraphExec_t ge;
+  GPU_REQUIRE(rs.capture(1, [&](int r) {
+    b.fused(rs, r, rs.stream[r]);
+    REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), b.s_all[r], b.n, RCCLX_BFLOAT16, RCCLX_SUM,
+                            RCCLX_ALGO_LL, rs.stream[r]) == RCCLX_SUCCESS);
+  }, &ge));
+  size_t bad = 0;
+  for (int it = 0; it < 20; ++it) {
+    progress("LL rmsnorm graph replay", b.R, it, 0, 0);
+    b.new_x(rs, rng);
+    GPU_REQUIRE(hipGraphLaunch(ge, rs.stream[0]));
+    GPU_REQUIRE(hipStreamSynchronize(rs.stream[0]));
+    for (int r = 0; r < b.R; ++r) b.unfused_norm(r, rs.on(r));
+    require_clean(rs);
+    bad += b.mismatches();
   }
   GPU_REQUIRE(hipGraphExecDestroy(ge));
   CHECK(bad == 0);
-  for (int r = 0; r < R; ++r)
-    for (auto q : {res[r], w[r], ro[r], o[r], s_all[r], ro_u[r], o_u[r]}) (void)hipFree(q);
 }
 
 // The LL shape re-tags what it reads (rcclx/dda/ll.h): across the 32-bit
@@ -493,48 +521,28 @@ TEST_CASE("fusion: LL AllReduce + RMSNorm under graph capture, 20 replays, betwe
 // advances every block slot.
 TEST_CASE("fusion: LL AllReduce + RMSNorm re-tags its words, across the wrap of the LL call count", "[gpu][fusion]") {
   const int R = 4;
-  const size_t T = 3, H = 1040, n = T * H;  // 130 vectors a row: 3 blocks a row, the last one partial
   rank_set rs;
   REQUIRE(rs.init(R) == RCCLX_SUCCESS);
   REQUIRE(!(rs.comm[0].view.flags & RCCLX_VIEW_LL_PUSH));  // pull: rank r's data slot r, spare slot r + 1
   std::mt19937 rng(53);
-  const auto res_h = random_bf16(n, rng, 1.0f), w_h = random_bf16(H, rng, 1.0f);
-  std::vector<rcclx_bf16*> res(R), w(R), ro(R), o(R), s_all(R), ro_u(R), o_u(R);
-  for (int r = 0; r < R; ++r) {
-    rs.on(r);
-    res[r] = to_device(res_h);
-    w[r] = to_device(w_h);
-    for (auto* q : {&ro[r], &o[r], &s_all[r], &ro_u[r], &o_u[r]}) *q = poisoned<rcclx_bf16>(n);
-  }
+  ll_norm_bufs b(rs, 3, 1040, rng);  // 130 vectors a row: 3 blocks a row, the last one partial
   const uint32_t k0 = 0u - 4u;
   set_ll_counters(rs, k0, k0 - RCCLX_LL_RETAG_CALLS, k0 + 1u - RCCLX_LL_RETAG_CALLS);
   for (uint32_t i = 0; i < 6; ++i) {
     const uint32_t k = k0 + i;
     progress("LL rmsnorm re-tagging, call", R, (long)i, 0, 0);
-    for (int r = 0; r < R; ++r) {
-      const auto x = random_bf16(n, rng, 1.0f);
-      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
-      GPU_REQUIRE(hipMemcpy(rcclx_comm_input(&rs.comm[r]), x.data(), n * 2, hipMemcpyHostToDevice));
-    }
-    GPU_REQUIRE(rs.settle());
+    b.new_x(rs, rng);
     for (int r = 0; r < R; ++r) {
       hipStream_t st = rs.on(r);
       if (i == 2 && r == 0) delay_kernel<<<1, 1, 0, st>>>(20ll * 1000 * 1000);  // ~10 ms
-      REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, RCCLX_ALGO_LL,
-                                st) == RCCLX_SUCCESS);
-      REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), s_all[r], n, RCCLX_BFLOAT16, RCCLX_SUM,
+      b.fused(rs, r, st);
+      REQUIRE(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), b.s_all[r], b.n, RCCLX_BFLOAT16, RCCLX_SUM,
                               RCCLX_ALGO_FLAT, st) == RCCLX_SUCCESS);
-      rmsnorm_unfused_kernel<<<(unsigned)T, RMSNORM_THREADS, 0, st>>>(s_all[r], T, H, res[r], ro_u[r], w[r], 1e-6f,
-                                                                     o_u[r], nullptr, nullptr);
-      GPU_REQUIRE(hipGetLastError());
+      b.unfused_norm(r, st);
     }
     require_clean(rs);
     INFO("call k0 + " << i);
-    const auto want = to_host(o_u[0], n), want_res = to_host(ro_u[0], n);
-    for (int r = 0; r < R; ++r) {
-      CHECK(same_bits(to_host(o[r], n), want));
-      CHECK(same_bits(to_host(ro[r], n), want_res));
-    }
+    CHECK(b.mismatches() == 0);
     if (i < 2)  // calls k0 and k0 + 1 re-tagged buffers 0 and 1
       for (int r = 0; r < R; ++r)
         for (int slot : {r, (r + 1) % R}) {
@@ -547,12 +555,10 @@ TEST_CASE("fusion: LL AllReduce + RMSNorm re-tags its words, across the wrap of 
   }
   check_ll_cleaned(rs, k0, k0 + 1u);
   for (int r = 0; r < R; ++r)
-    for (int b = 0; b < rs.comm[r].view.nblocks; ++b) {
-      INFO("rank " << r << " slot " << b);
-      CHECK(ll_calls_of(rs, r, b) == k0 + 6u);
+    for (int s = 0; s < rs.comm[r].view.nblocks; ++s) {
+      INFO("rank " << r << " slot " << s);
+      CHECK(ll_calls_of(rs, r, s) == k0 + 6u);
     }
-  for (int r = 0; r < R; ++r)
-    for (auto q : {res[r], w[r], ro[r], o[r], s_all[r], ro_u[r], o_u[r]}) (void)hipFree(q);
 }
 
 TEST_CASE("fusion: AllReduce + RMSNorm ranks that disagree stop with RANK_MISMATCH, then run again",

@@ -311,8 +311,9 @@ typedef struct rcclx_ll_shared {
   int headers_seen;  /* peers whose header for this call the block has seen */
 } rcclx_ll_shared;
 
-/* rcclx_ll_open: reads the block slot's call count (and last re-tagging), and
- * re-tags its buffer when due (rcclx_ll_retag, with `owner`).  Returns 0
+/* rcclx_ll_open: reads the block slot's call count (and last
+ * re-tagging), and re-tags its buffer when due (rcclx_ll_retag, with
+ * `owner`).  Returns 0
  * when the block must leave at once: this rank holds an unread error
  * (rcclx_error_unread) or the re-tagging's barrier failed.  *sh is
  * initialised, visible to the block's threads after rcclx_ll_commit. */
@@ -335,17 +336,18 @@ RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, rcclx_ll_s
   return !(k - cleaned >= RCCLX_LL_RETAG_CALLS && rcclx_ll_retag(c, call->buf, k, sig, owner) != RCCLX_BARRIER_OK);
 }
 
-/* rcclx_ll_publish_headers: the header words {sig | tag} of the block slots this block stands
- * for (b, b + g, b + 2g, ... below c.nblocks: thread t takes b + t * g,
- * then every blockDim.x * g further), where every peer reads them. */
+/* rcclx_ll_publish_headers: the header words {sig | tag} of the block
+ * slots this block stands for (b, b + g, b + 2g, ... below c.nblocks:
+ * thread t takes b + t * g, then every blockDim.x * g further), where
+ * every peer reads them. */
 RCCLX_DEVICE void rcclx_ll_publish_headers(const rcclx_dev_comm& c, const rcclx_ll_call& call) {
   const int g = (int)gridDim.x;
   for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += (int)blockDim.x * g)
     rcclx_ll_publish(c, rcclx_ll_header_offset(call.buf, s, c.rank), &call.sig, 1, call.tag);
 }
 
-/* rcclx_ll_commit, after the block's lines are published: the call count of the
- * block's slots, now, so the store is off the kernel's end.  The
+/* rcclx_ll_commit, after the block's lines are published: the call count
+ * of the block's slots, now, so the store is off the kernel's end.  The
  * __syncthreads makes it safe (every thread of the block read slot b's
  * count in rcclx_ll_open; no other block of this grid touches these slots,
  * and the next call is a later kernel on the same stream, which reads them
@@ -359,8 +361,8 @@ RCCLX_DEVICE void rcclx_ll_commit(const rcclx_dev_comm& c, const rcclx_ll_call& 
     c.sigs[c.rank]->slot[s].ll_calls = call.k + 1u;
 }
 
-/* rcclx_ll_check_headers: lane q < nranks of the warp that starts at thread `first` checks
- * peer q's header of block slot b (a differing fingerprint stops the
+/* rcclx_ll_check_headers: lane q < nranks of the warp that starts at
+ * thread `first` checks peer q's header of block slot b (a differing fingerprint stops the
  * block's other pollers); the other threads return 0 at once.  Once every
  * peer's header is seen, every peer block this block waits on runs the
  * call and writes its lines without waiting: with `early` the lane that
