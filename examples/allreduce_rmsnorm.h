@@ -402,7 +402,7 @@ __global__ void __launch_bounds__(RMSNORM_LL_THREADS)
   if (on && !bad) {
     const rcclx_ll_reader rd = rcclx_ll_reader_of(c);
     uint64_t xs[2][NMAX][2];
-    bad = rcclx_ll_gather_lines<NMAX, 2>(c, rd, call, &sh, 2 * v, xs, &spins, &t0);
+    bad = rcclx_ll_gather_lines<NMAX, 2>(c, rd, call, &sh, 2 * v, xs, &spins, &t0, (int)blockIdx.x);
     if (!bad) {
       rcclx_vec16 s;
       rcclx_ll_reduce_line<rcclx_bf16, RCCLX_SUM, NMAX>(rd, &mine.w[0], xs[0], &s.w[0]);

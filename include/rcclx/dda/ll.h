@@ -414,12 +414,15 @@ RCCLX_DEVICE rcclx_ll_reader rcclx_ll_reader_of(const rcclx_dev_comm& c) {
  * the reduction waits for the later load), back-off or fewer peers polled
  * while several are missing (runs 56, 78), polls only after the peers'
  * headers (run 48), atomics as polls (run 70), more or fewer blocks (runs
- * 49-50, 71, 77).  Returns 0, or RCCLX_LL_ABORTED (another thread saw a
- * mismatch) or RCCLX_LL_TIMEOUT (recorded), when a line is incomplete. */
+ * 49-50, 71, 77).  b: the block's index, read once by the caller (under
+ * HIP without the device libraries, CI's ISA build, each read of
+ * blockIdx.x is a call: in the poll loop it spilled registers on gfx942).
+ * Returns 0, or RCCLX_LL_ABORTED (another thread saw a mismatch) or
+ * RCCLX_LL_TIMEOUT (recorded), when a line is incomplete. */
 template <int NMAX, int NL>
 RCCLX_DEVICE int rcclx_ll_gather_lines(const rcclx_dev_comm& c, const rcclx_ll_reader& rd, const rcclx_ll_call& call,
                                        const rcclx_ll_shared* sh, uint32_t L, uint64_t (*x)[NMAX][2], uint32_t* spins,
-                                       uint64_t* t0) {
+                                       uint64_t* t0, int b) {
   /* Source q's line: at off + q * RCCLX_LL_SLOT_BYTES of q's area (pull)
    * or of this rank's (push): rcclx_ll_owner, with the flag read once. */
   const size_t off = rcclx_ll_line_offset(call.buf, 0, L);
@@ -440,7 +443,7 @@ RCCLX_DEVICE int rcclx_ll_gather_lines(const rcclx_dev_comm& c, const rcclx_ll_r
         if (q < nranks && q != rank && !rcclx_ll_arrived(x[i][q], call.tag)) waiting_on = q;
     if (waiting_on < 0) return 0;
     if (*(const volatile int*)&sh->mismatch_seen) return RCCLX_LL_ABORTED;
-    if (rcclx_watchdog_expired(c, spins, t0, (int)blockIdx.x, waiting_on, call.k)) return RCCLX_LL_TIMEOUT;
+    if (rcclx_watchdog_expired(c, spins, t0, b, waiting_on, call.k)) return RCCLX_LL_TIMEOUT;
     RCCLX_UNROLL
     for (int i = 0; i < NL; ++i)
       RCCLX_UNROLL
@@ -523,7 +526,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   const rcclx_ll_reader rd = rcclx_ll_reader_of(c);
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
     uint64_t x[1][NMAX][2];
-    bad = rcclx_ll_gather_lines<NMAX, 1>(c, rd, call, &sh, L, x, &spins, &t0);
+    bad = rcclx_ll_gather_lines<NMAX, 1>(c, rd, call, &sh, L, x, &spins, &t0, b);
     if (bad) break;
     /* This rank's own part: the first line from the registers its write
      * used (reading send again put a load after the polls, on the call's
