@@ -58,10 +58,19 @@
 // wherever it likes (a warp of any block) and gather them before the
 // combine: the LL kernel below spreads a row over several blocks.
 
+// Chunks of a row of nvec vectors (the last one may be partial).
+static inline __host__ __device__ uint32_t rmsnorm_chunks(uint32_t nvec) {
+  return (nvec + RCCLX_WARP_SIZE - 1) / RCCLX_WARP_SIZE;
+}
 // Butterfly sum over a warp: every lane ends with the same bits (each add
 // is commutative).
 __device__ __forceinline__ float rmsnorm_warp_sum(float v) {
   for (int m = RCCLX_WARP_SIZE / 2; m > 0; m /= 2) v += rcclx_shfl_xor_f32(v, m, RCCLX_WARP_SIZE);
+  return v;
+}
+// Butterfly max over a warp (exact).
+__device__ __forceinline__ float rmsnorm_warp_max(float v) {
+  for (int m = RCCLX_WARP_SIZE / 2; m > 0; m /= 2) v = rcclx_fmaxf(v, rcclx_shfl_xor_f32(v, m, RCCLX_WARP_SIZE));
   return v;
 }
 // ss from the row's nchunks partials P (see above); every lane of the
@@ -74,7 +83,7 @@ __device__ __forceinline__ float rmsnorm_combine(const float* P, int nchunks) {
 // Block-wide max (exact: any order gives the same bits).  Two
 // __syncthreads.
 __device__ __forceinline__ float rmsnorm_block_max(float v, float* smem) {
-  for (int m = RCCLX_WARP_SIZE / 2; m > 0; m /= 2) v = rcclx_fmaxf(v, rcclx_shfl_xor_f32(v, m, RCCLX_WARP_SIZE));
+  v = rmsnorm_warp_max(v);
   if (threadIdx.x % RCCLX_WARP_SIZE == 0) smem[threadIdx.x / RCCLX_WARP_SIZE] = v;
   __syncthreads();
   float r = smem[0];
@@ -168,7 +177,7 @@ __device__ __forceinline__ void rmsnorm_row(const GetS& get_s, size_t row, size_
         if (threadIdx.x % RCCLX_WARP_SIZE == 0) smem[v / RCCLX_WARP_SIZE] = p;
       });
   __syncthreads();
-  const float ss = rmsnorm_combine(smem, (int)((nvec + RCCLX_WARP_SIZE - 1) / RCCLX_WARP_SIZE));
+  const float ss = rmsnorm_combine(smem, (int)rmsnorm_chunks((uint32_t)nvec));
   __syncthreads();  // smem is rewritten next
   const float inv = 1.0f / rcclx_sqrtf(ss / (float)(nvec * 8) + eps);
   float amax = 0.0f;
@@ -304,8 +313,7 @@ __global__ void __launch_bounds__(RMSNORM_THREADS, 2)
 
 // Blocks per row of the LL shape with `warps` line warps per block.
 static inline __host__ __device__ uint32_t rmsnorm_ll_pieces(uint32_t nvec, int warps) {
-  const uint32_t chunks = (nvec + RCCLX_WARP_SIZE - 1) / RCCLX_WARP_SIZE;
-  return (chunks + (uint32_t)warps - 1) / (uint32_t)warps;
+  return (rmsnorm_chunks(nvec) + (uint32_t)warps - 1) / (uint32_t)warps;
 }
 
 // Line warps per block of the LL shape: the fewest of 2, 4, ... that keep
@@ -363,7 +371,7 @@ __global__ void __launch_bounds__(RMSNORM_LL_THREADS)
   __shared__ rcclx_ll_shared sh;
   __shared__ float part[RMSNORM_MAX_HIDDEN / 8 / RCCLX_WARP_SIZE];  // the row's partials
   const uint32_t WS = RCCLX_WARP_SIZE, tid = threadIdx.x, W = (uint32_t)warps;
-  const uint32_t nvec = hidden / 8, nchunks = (nvec + WS - 1) / WS, S = rmsnorm_ll_pieces(nvec, warps);
+  const uint32_t nvec = hidden / 8, nchunks = rmsnorm_chunks(nvec), S = rmsnorm_ll_pieces(nvec, warps);
   const uint32_t row = blockIdx.x / S, piece = blockIdx.x % S;
   const bool line_thread = tid < W * WS;
   // The thread's vector of the row, and its warp's chunk (none for the
@@ -422,9 +430,8 @@ __global__ void __launch_bounds__(RMSNORM_LL_THREADS)
     rcclx_st16(out + (size_t)v * 8, rcclx_pack16<rcclx_bf16>(a));
   }
   if (!out_fp8) return;
-  for (int m = RCCLX_WARP_SIZE / 2; m > 0; m /= 2) amax = rcclx_fmaxf(amax, rcclx_shfl_xor_f32(amax, m, RCCLX_WARP_SIZE));
   __syncthreads();  // every warp has combined part[] before it is rewritten
-  if (rmsnorm_ll_exchange(c, call, row, nchunks, chunk, 1, amax, 0, part)) return;
+  if (rmsnorm_ll_exchange(c, call, row, nchunks, chunk, 1, rmsnorm_warp_max(amax), 0, part)) return;
   float rmax = 0.0f;
   for (uint32_t j = 0; j < nchunks; ++j) rmax = rcclx_fmaxf(rmax, part[j]);
   const rcclx_fp8_scale sc = rcclx_fp8_make_scale(rmax, RCCLX_FP8_E4M3FN, RCCLX_SCALE_F32);
@@ -486,20 +493,16 @@ static inline rcclx_status allreduce_rmsnorm(rcclx_comm* comm, size_t tokens, si
   const uint32_t sig = rcclx_fingerprint(parts, 3);
   int prev = 0;  // the launch goes to the rank's GPU, whichever is current
   if (shape == 2) {
-    const void* k = v.nranks <= 4 ? (const void*)allreduce_rmsnorm_ll_kernel<4> : (const void*)allreduce_rmsnorm_ll_kernel<8>;
+    typedef void (*ll_kernel_t)(rcclx_dev_comm, uint32_t, uint32_t, uint32_t, int, const rcclx_bf16*, rcclx_bf16*,
+                                const rcclx_bf16*, float, rcclx_bf16*, uint8_t*, float*);
+    const ll_kernel_t k = v.nranks <= 4 ? allreduce_rmsnorm_ll_kernel<4> : allreduce_rmsnorm_ll_kernel<8>;
     const int threads = (warps + 1) * RCCLX_WARP_SIZE;
     const unsigned grid = (unsigned)(tokens * rmsnorm_ll_pieces((uint32_t)(hidden / 8), warps));
     // Its blocks spin on the peers' blocks: every rank's grid co-resident.
-    RCCLX_TRY(rcclx_comm_check_coresident(comm, k, threads, (int)grid));
+    RCCLX_TRY(rcclx_comm_check_coresident(comm, (const void*)k, threads, (int)grid));
     RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
-    if (v.nranks <= 4)
-      allreduce_rmsnorm_ll_kernel<4><<<grid, threads, 0, stream>>>(v, sig, (uint32_t)tokens, (uint32_t)hidden, warps,
-                                                                   residual_in, residual_out, weight, eps, out, out_fp8,
-                                                                   out_scale);
-    else
-      allreduce_rmsnorm_ll_kernel<8><<<grid, threads, 0, stream>>>(v, sig, (uint32_t)tokens, (uint32_t)hidden, warps,
-                                                                   residual_in, residual_out, weight, eps, out, out_fp8,
-                                                                   out_scale);
+    k<<<grid, threads, 0, stream>>>(v, sig, (uint32_t)tokens, (uint32_t)hidden, warps, residual_in, residual_out,
+                                    weight, eps, out, out_fp8, out_scale);
     return rcclx_comm_launched(prev);
   }
   typedef void (*kernel_t)(rcclx_dev_comm, uint32_t, size_t, size_t, const rcclx_bf16*, rcclx_bf16*,

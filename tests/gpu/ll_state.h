@@ -49,8 +49,7 @@ static __global__ void delay_kernel(long long cycles) {
 static inline std::vector<uint32_t> ll_slot_tags(rank_set& rs, int r, uint32_t buf, int slot) {
   const size_t words = RCCLX_LL_SLOT_BYTES / 8;
   std::vector<uint64_t> w(words);
-  const char* base = (const char*)rs.comm[r].view.sigs[r] + RCCLX_SIGNAL_BYTES + buf * RCCLX_LL_BUFFER_BYTES +
-                     RCCLX_LL_HEADER_BYTES + (size_t)slot * RCCLX_LL_SLOT_BYTES;
+  const char* base = (const char*)rs.comm[r].view.sigs[r] + rcclx_ll_line_offset(buf, slot, 0);
   GPU_REQUIRE(hipSetDevice(rs.dev[r]));
   GPU_REQUIRE(hipMemcpy(w.data(), base, RCCLX_LL_SLOT_BYTES, hipMemcpyDeviceToHost));
   std::vector<uint32_t> t(words);

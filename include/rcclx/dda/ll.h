@@ -94,16 +94,16 @@
 /* Byte offset of LL buffer `buf` (0 or 1) in every rank's polled area
  * (c.sigs[r], rcclx/comm.h: ranks spin on these words while others write
  * them): header lines, then one data slot per source rank. */
-RCCLX_DEVICE size_t rcclx_ll_buffer_offset(uint32_t buf) {
+RCCLX_HOST_DEVICE size_t rcclx_ll_buffer_offset(uint32_t buf) {
   return RCCLX_SIGNAL_BYTES + (size_t)buf * RCCLX_LL_BUFFER_BYTES;
 }
 /* Byte offset of source src's header word of block slot b in that buffer. */
-RCCLX_DEVICE size_t rcclx_ll_header_offset(uint32_t buf, int b, int src) {
+RCCLX_HOST_DEVICE size_t rcclx_ll_header_offset(uint32_t buf, int b, int src) {
   return rcclx_ll_buffer_offset(buf) + (size_t)b * RCCLX_LL_HEADER_STRIDE + 8 * (size_t)src;
 }
 /* Byte offset of source src's data line L (two words: message bytes
  * 8L..8L+7) in that buffer. */
-RCCLX_DEVICE size_t rcclx_ll_line_offset(uint32_t buf, int src, size_t L) {
+RCCLX_HOST_DEVICE size_t rcclx_ll_line_offset(uint32_t buf, int src, size_t L) {
   return rcclx_ll_buffer_offset(buf) + RCCLX_LL_HEADER_BYTES + (size_t)src * RCCLX_LL_SLOT_BYTES + 16 * L;
 }
 /* The rank whose polled area holds the words source src writes for
@@ -249,6 +249,16 @@ RCCLX_DEVICE size_t rcclx_ll_spare_offset(const rcclx_dev_comm& c, uint32_t buf,
   return rcclx_ll_line_offset(buf, push ? c.rank : (c.rank + 1 < c.nranks ? c.rank + 1 : 0), j);
 }
 
+/* f(s) for every block slot s the calling thread stands for (see above:
+ * block b of a grid of g stands for slots b, b + g, b + 2g, ... below
+ * c.nblocks; thread t takes b + t * g, then every blockDim.x * g
+ * further). */
+template <typename F>
+RCCLX_DEVICE void rcclx_ll_for_block_slots(const rcclx_dev_comm& c, const F& f) {
+  const int g = (int)gridDim.x;
+  for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += (int)blockDim.x * g) f(s);
+}
+
 /* The re-tagging of buffer `buf` by call k (see above): this rank's header
  * words of the block's slots, every line of this rank's whole source slot
  * whose owner is this block (owner(0, L) == blockIdx.x), wherever it
@@ -263,18 +273,17 @@ RCCLX_DEVICE size_t rcclx_ll_spare_offset(const rcclx_dev_comm& c, uint32_t buf,
  * Returns the barrier's result. */
 template <typename Owner>
 RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t k, uint32_t sig, const Owner& owner) {
-  const int b = (int)blockIdx.x, g = (int)gridDim.x, nt = (int)blockDim.x;
+  const int b = (int)blockIdx.x, nt = (int)blockDim.x;
   const uint32_t nlines = (uint32_t)(RCCLX_LL_MAX_BYTES / 8);
   const uint32_t zero[2] = {0u, 0u}, tag = k - 1u;
-  for (int s = b + (int)threadIdx.x * g; s < c.nblocks; s += nt * g)
-    rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), zero, 1, tag);
+  rcclx_ll_for_block_slots(c, [&](int s) { rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), zero, 1, tag); });
   for (uint32_t L = threadIdx.x; L < nlines; L += (uint32_t)nt) {
     if (owner(0, L) == b) rcclx_ll_publish(c, rcclx_ll_line_offset(buf, c.rank, L), zero, 2, tag);
     if (owner(1, L) == b) rcclx_ll_st_line(c, rcclx_ll_at(c, c.rank, rcclx_ll_spare_offset(c, buf, L)), zero, tag);
   }
   const int r = rcclx_barrier_block(c, b, sig);
   if (r == RCCLX_BARRIER_OK)
-    for (int s = b + (int)threadIdx.x * g; s < c.nblocks; s += nt * g) c.sigs[c.rank]->slot[s].ll_cleaned[buf] = k;
+    rcclx_ll_for_block_slots(c, [&](int s) { c.sigs[c.rank]->slot[s].ll_cleaned[buf] = k; });
   return r;
 }
 
@@ -313,10 +322,10 @@ typedef struct rcclx_ll_shared {
 
 /* rcclx_ll_open: reads the block slot's call count (and last
  * re-tagging), and re-tags its buffer when due (rcclx_ll_retag, with
- * `owner`).  Returns 0
- * when the block must leave at once: this rank holds an unread error
- * (rcclx_error_unread) or the re-tagging's barrier failed.  *sh is
- * initialised, visible to the block's threads after rcclx_ll_commit. */
+ * `owner`).  Returns 0 when the block must leave at once: this rank
+ * holds an unread error (rcclx_error_unread) or the re-tagging's barrier
+ * failed.  *sh is initialised, visible to the block's threads after
+ * rcclx_ll_commit. */
 template <typename Owner>
 RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, rcclx_ll_shared* sh, const Owner& owner,
                                rcclx_ll_call* call) {
@@ -337,13 +346,11 @@ RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, rcclx_ll_s
 }
 
 /* rcclx_ll_publish_headers: the header words {sig | tag} of the block
- * slots this block stands for (b, b + g, b + 2g, ... below c.nblocks:
- * thread t takes b + t * g, then every blockDim.x * g further), where
- * every peer reads them. */
+ * slots this block stands for (rcclx_ll_for_block_slots), where every
+ * peer reads them. */
 RCCLX_DEVICE void rcclx_ll_publish_headers(const rcclx_dev_comm& c, const rcclx_ll_call& call) {
-  const int g = (int)gridDim.x;
-  for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += (int)blockDim.x * g)
-    rcclx_ll_publish(c, rcclx_ll_header_offset(call.buf, s, c.rank), &call.sig, 1, call.tag);
+  rcclx_ll_for_block_slots(
+      c, [&](int s) { rcclx_ll_publish(c, rcclx_ll_header_offset(call.buf, s, c.rank), &call.sig, 1, call.tag); });
 }
 
 /* rcclx_ll_commit, after the block's lines are published: the call count
@@ -356,14 +363,13 @@ RCCLX_DEVICE void rcclx_ll_publish_headers(const rcclx_dev_comm& c, const rcclx_
  * communicators must be rebuilt, rcclx_comm_check.) */
 RCCLX_DEVICE void rcclx_ll_commit(const rcclx_dev_comm& c, const rcclx_ll_call& call) {
   __syncthreads();
-  const int g = (int)gridDim.x;
-  for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += (int)blockDim.x * g)
-    c.sigs[c.rank]->slot[s].ll_calls = call.k + 1u;
+  rcclx_ll_for_block_slots(c, [&](int s) { c.sigs[c.rank]->slot[s].ll_calls = call.k + 1u; });
 }
 
 /* rcclx_ll_check_headers: lane q < nranks of the warp that starts at
- * thread `first` checks peer q's header of block slot b (a differing fingerprint stops the
- * block's other pollers); the other threads return 0 at once.  Once every
+ * thread `first` checks peer q's header of block slot b (a differing
+ * fingerprint stops the block's other pollers); the other threads return
+ * 0 at once.  Once every
  * peer's header is seen, every peer block this block waits on runs the
  * call and writes its lines without waiting: with `early` the lane that
  * saw the last one lets the stream's next kernel be scheduled
@@ -539,7 +545,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   RCCLX_TRACE(c, call.k, 2);
   /* No closing vote or trigger: each thread leaves once its own polls are
    * done.  A block that exits counts as having let the stream's next kernel
-   * go, and on the normal path its header lane already did (step 4); a
+   * go, and on the normal path its header lane already did (step 3); a
    * block-wide vote here only kept every warp until the slowest one
    * (bench/RESULTS.md, runs 67-69).  A thread that stopped on a timeout or a
    * mismatch leaves its lines unwritten; the error is recorded. */
