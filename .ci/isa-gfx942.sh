@@ -2,8 +2,8 @@
 # Compile every kernel-bearing source for gfx942 to ISA with Debian's
 # clang-19 (device only, no device libraries), print VGPR/SGPR per kernel,
 # fail on scratch or spills, and grep for the instructions rcclx relies on:
-# system-scope release/acquire in the barrier, and the v_med3 clamp before
-# v_cvt_pk_fp8_f32.
+# system-scope release/acquire in the barrier, the v_med3 clamp before
+# v_cvt_pk_fp8_f32, and the bf16 MFMA in the example GEMM.
 set -euo pipefail
 out=${1:-build-isa}
 mkdir -p "$out"
@@ -44,5 +44,7 @@ grep -q 'buffer_inv sc0 sc1' "$out/test_dda.s" || { echo "missing system-scope a
 # pipeline under pipefail.  Go through a file.)
 grep -B12 'v_cvt_pk_fp8_f32' "$out/test_fp8.s" > "$out/cvt_context.s" || true
 grep -q 'v_med3_f32' "$out/cvt_context.s" || { echo "no v_med3 clamp before v_cvt_pk_fp8_f32"; fail=1; }
-[[ $fail == 0 ]] && echo "gfx942 ISA: no scratch, no spills; sc0 sc1 release/acquire and the fp8 clamp present"
+# The example GEMM runs on the matrix cores (rcclx/mma.h).
+grep -q 'v_mfma_f32_16x16x16_bf16' "$out/test_fusion.s" || { echo "no v_mfma_f32_16x16x16_bf16 in the fused GEMM"; fail=1; }
+[[ $fail == 0 ]] && echo "gfx942 ISA: no scratch, no spills; sc0 sc1 release/acquire, the fp8 clamp and the bf16 MFMA present"
 exit $fail

@@ -12,82 +12,176 @@
 //   unfused   the GEMM writes Y_r to its own buffer, then rcclx_allreduce
 //             copies it in.
 //
-// The GEMM is a plain shared-memory tiled SIMT kernel (64x64 tiles, fp32
-// FMA accumulation in k order): portable HIP/CUDA with no vendor headers.
-// It does not use tensor / matrix cores, so it is far from cuBLAS/hipBLASLt
-// on compute-bound (prefill) shapes; at decode shapes (M <= 64) the GEMM is
-// weight-bandwidth bound and the comparison between the three ways is what
-// this example is for.  Copy and adapt: the places to change are marked
-// ADAPT (your GEMM's tile loop and epilogue replace gemm_tile_compute).
+// The GEMM is a shared-memory tiled kernel on the matrix units (CDNA's MFMA,
+// NVIDIA's tensor cores) through rcclx/mma.h: 64 x 64 output tiles, k in
+// stages of 64 staged through shared memory, the next two stages' global
+// loads in flight in registers while the current one multiplies (the decode
+// shapes are weight-bandwidth bound: the bytes in flight are what counts).
+// bf16 in, fp32 accumulate, each output rounded once to bf16.  It does not
+// try to match cuBLAS / hipBLASLt (no asynchronous copies, no swizzled
+// shared memory, one tile shape); bench/RESULTS.md says how far it is.
+// Copy and adapt: the places to change are marked ADAPT (your GEMM's tile
+// loop and epilogue replace gemm_tile_compute).
 #pragma once
 #include <rcclx/rcclx.h>
+#include <rcclx/mma.h>
 #include <rcclx/tile.h>
 
 #define GEMM_BM 64  // ADAPT: your GEMM's output tile
 #define GEMM_BN 64
-#define GEMM_BK 32
-#define GEMM_THREADS 256  // 16 x 16 threads, 4 x 4 outputs each
+#define GEMM_BK 64  // k per shared-memory stage
+#define GEMM_THREADS 256
+// Shared row pitch in elements: rows stay 16-byte aligned, and the 8 extra
+// elements spread a warp's fragment reads over all banks.
+#define GEMM_LDS (GEMM_BK + 8)
+#define GEMM_LDY (GEMM_BN + 8)
+// Warps, and the 16 x 16 blocks each owns: a (16 GEMM_WM) x 32 slice of the
+// tile (NVIDIA: 8 warps of 16 x 32; CDNA: 4 waves of 32 x 32).
+#define GEMM_WARPS (GEMM_THREADS / RCCLX_WARP_SIZE)
+#define GEMM_WN 2
+#define GEMM_WM (GEMM_BM * GEMM_BN / 256 / GEMM_WARPS / GEMM_WN)
 
-// acc = X[tm*BM.., :] * W[:, tn*BN..] for this thread's 4 x 4 outputs
-// (rows ty*4+i, cols tx*4+j of the tile).  K a multiple of GEMM_BK; rows
-// past M read as zero.
-__device__ __forceinline__ void gemm_tile_compute(const rcclx_bf16* X, const rcclx_bf16* W, int M, int N, int K,
-                                                  int tm, int tn, float (&acc)[4][4]) {
-  __shared__ float As[GEMM_BK][GEMM_BM];
-  __shared__ float Bs[GEMM_BK][GEMM_BN];
-  const int ty = (int)threadIdx.x / 16, tx = (int)threadIdx.x % 16;
+// The block's output tile, each value rounded once to bf16, in shared
+// memory: what the epilogue stores, publishes or quantizes.
+typedef rcclx_bf16 gemm_tile_bf16[GEMM_BM][GEMM_LDY];
+
+// One k stage of this thread's global loads, in flight in registers: two
+// 16-byte pieces of X's tile rows and two of W's (rows k and k + 1 of one
+// 8-column piece, so the transposing store writes k pairs).
+typedef struct gemm_stage {
+  rcclx_vec16 a[2], b[2];
+} gemm_stage;
+
+// W's piece of this thread: rows 2p, 2p + 1 of the stage, columns 8q..8q+7.
+// A warp's lanes take 8 row pairs x 4 pieces, so its transposing stores
+// (gemm_store_stage) fall in different banks.
+__device__ __forceinline__ int gemm_b_pair(void) { return (int)threadIdx.x % 8 + 8 * ((int)threadIdx.x / 64); }
+__device__ __forceinline__ int gemm_b_piece(void) { return (int)threadIdx.x / 8 % 8; }
+
+// Stage k0..k0+GEMM_BK of X's rows tm*BM.. and W's columns tn*BN.. into
+// registers; rows past M and k past K read as zero.
+__device__ __forceinline__ void gemm_load_stage(gemm_stage& st, const rcclx_bf16* X, const rcclx_bf16* W, int M, int N,
+                                                int K, int tm, int tn, int k0) {
+  const rcclx_vec16 zero = {{0u, 0u, 0u, 0u}};
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 2; ++i) {
+    const int c = (int)threadIdx.x + GEMM_THREADS * i, row = tm * GEMM_BM + c / 8, k = k0 + 8 * (c % 8);
+    st.a[i] = row < M && k < K ? rcclx_ld16(X + (size_t)row * K + k) : zero;
+  }
 #pragma unroll
-    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
-  for (int k0 = 0; k0 < K; k0 += GEMM_BK) {
-    for (int i = (int)threadIdx.x; i < GEMM_BM * GEMM_BK; i += GEMM_THREADS) {
-      const int r = i / GEMM_BK, kk = i % GEMM_BK, gr = tm * GEMM_BM + r;
-      As[kk][r] = gr < M ? rcclx_to_f32(X[(size_t)gr * K + k0 + kk]) : 0.0f;
-    }
-    for (int i = (int)threadIdx.x; i < GEMM_BK * GEMM_BN; i += GEMM_THREADS) {
-      const int kk = i / GEMM_BN, cc = i % GEMM_BN;
-      Bs[kk][cc] = rcclx_to_f32(W[(size_t)(k0 + kk) * N + tn * GEMM_BN + cc]);
-    }
-    __syncthreads();
-#pragma unroll 8
-    for (int kk = 0; kk < GEMM_BK; ++kk) {
-      float a[4], b[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        a[i] = As[kk][ty * 4 + i];
-        b[i] = Bs[kk][tx * 4 + i];
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = rcclx_fmaf(a[i], b[j], acc[i][j]);
-    }
-    __syncthreads();
+  for (int i = 0; i < 2; ++i) {
+    const int k = k0 + 2 * gemm_b_pair() + i;
+    st.b[i] = k < K ? rcclx_ld16(W + (size_t)k * N + tn * GEMM_BN + 8 * gemm_b_piece()) : zero;
   }
 }
 
-// Epilogue: this thread's outputs rounded once to bf16 into Y (row-major,
-// leading dimension N).
-__device__ __forceinline__ void gemm_tile_store(rcclx_bf16* Y, int M, int N, int tm, int tn, const float (&acc)[4][4]) {
-  const int ty = (int)threadIdx.x / 16, tx = (int)threadIdx.x % 16;
+// The stage into shared memory: X's rows as they are (k contiguous), W's
+// columns transposed (Bs[n][k], k contiguous), which is what the matrix
+// unit's operand loads want (rcclx/mma.h).
+__device__ __forceinline__ void gemm_store_stage(const gemm_stage& st, rcclx_bf16 (*As)[GEMM_LDS],
+                                                 rcclx_bf16 (*Bs)[GEMM_LDS]) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int row = tm * GEMM_BM + ty * 4 + i;
-    if (row < M)
+  for (int i = 0; i < 2; ++i) {
+    const int c = (int)threadIdx.x + GEMM_THREADS * i;
+    *(rcclx_vec16*)&As[c / 8][8 * (c % 8)] = st.a[i];
+  }
+  const int p = gemm_b_pair(), q = gemm_b_piece();
 #pragma unroll
-      for (int j = 0; j < 4; ++j) Y[(size_t)row * N + tn * GEMM_BN + tx * 4 + j] = rcclx_from_f32<rcclx_bf16>(acc[i][j]);
+  for (int j = 0; j < 8; ++j) {
+    const uint32_t lo = (st.b[0].w[j / 2] >> (16 * (j % 2))) & 0xffffu, hi = (st.b[1].w[j / 2] >> (16 * (j % 2))) & 0xffffu;
+    *(uint32_t*)&Bs[8 * q + j][2 * p] = lo | hi << 16;
+  }
+}
+
+// This warp's slice of the tile: first row and column.
+__device__ __forceinline__ int gemm_warp_row(void) {
+  return (int)threadIdx.x / RCCLX_WARP_SIZE / GEMM_WN * 16 * GEMM_WM;
+}
+__device__ __forceinline__ int gemm_warp_col(void) { return (int)threadIdx.x / RCCLX_WARP_SIZE % GEMM_WN * 16 * GEMM_WN; }
+
+// acc += the staged X rows times the staged W columns, on the matrix unit.
+__device__ __forceinline__ void gemm_mma_stage(float (&acc)[GEMM_WM][GEMM_WN][RCCLX_MMA_ELEMS],
+                                               const rcclx_bf16 (*As)[GEMM_LDS], const rcclx_bf16 (*Bs)[GEMM_LDS]) {
+  const int r0 = gemm_warp_row(), c0 = gemm_warp_col();
+#pragma unroll
+  for (int kk = 0; kk < GEMM_BK; kk += 16) {
+    rcclx_mma_frag a[GEMM_WM], b[GEMM_WN];
+#pragma unroll
+    for (int i = 0; i < GEMM_WM; ++i) rcclx_mma_load_a(&a[i], &As[r0 + 16 * i][kk], GEMM_LDS);
+#pragma unroll
+    for (int j = 0; j < GEMM_WN; ++j) rcclx_mma_load_b(&b[j], &Bs[c0 + 16 * j][kk], GEMM_LDS);
+#pragma unroll
+    for (int i = 0; i < GEMM_WM; ++i)
+#pragma unroll
+      for (int j = 0; j < GEMM_WN; ++j) rcclx_mma_bf16(acc[i][j], a[i], b[j]);
+  }
+}
+
+// Y = X[tm*BM.., :] * W[:, tn*BN..], rounded once to bf16, into the shared
+// tile.  All threads of the block call it; it returns after a barrier, with
+// the whole tile in Y.  X rows and W rows 16-byte aligned (K, N multiples of
+// 8); rows past M come out as zero.
+__device__ __forceinline__ void gemm_tile_compute(const rcclx_bf16* X, const rcclx_bf16* W, int M, int N, int K,
+                                                  int tm, int tn, gemm_tile_bf16& Y) {
+  __shared__ __align__(16) rcclx_bf16 As[GEMM_BM][GEMM_LDS];
+  __shared__ __align__(16) rcclx_bf16 Bs[GEMM_BN][GEMM_LDS];
+  float acc[GEMM_WM][GEMM_WN][RCCLX_MMA_ELEMS];
+#pragma unroll
+  for (int i = 0; i < GEMM_WM; ++i)
+#pragma unroll
+    for (int j = 0; j < GEMM_WN; ++j)
+#pragma unroll
+      for (int e = 0; e < RCCLX_MMA_ELEMS; ++e) acc[i][j][e] = 0.0f;
+  // Two stages in flight: s0 holds the even stages, s1 the odd ones; a
+  // stage's registers are refilled right after they reach shared memory.
+  const int stages = (K + GEMM_BK - 1) / GEMM_BK;
+  gemm_stage s0, s1;
+  gemm_load_stage(s0, X, W, M, N, K, tm, tn, 0);
+  if (stages > 1) gemm_load_stage(s1, X, W, M, N, K, tm, tn, GEMM_BK);
+  for (int s = 0; s < stages; s += 2) {
+    gemm_store_stage(s0, As, Bs);
+    __syncthreads();
+    if (s + 2 < stages) gemm_load_stage(s0, X, W, M, N, K, tm, tn, (s + 2) * GEMM_BK);
+    gemm_mma_stage(acc, As, Bs);
+    __syncthreads();
+    if (s + 1 == stages) break;
+    gemm_store_stage(s1, As, Bs);
+    __syncthreads();
+    if (s + 3 < stages) gemm_load_stage(s1, X, W, M, N, K, tm, tn, (s + 3) * GEMM_BK);
+    gemm_mma_stage(acc, As, Bs);
+    __syncthreads();
+  }
+  const int r0 = gemm_warp_row(), c0 = gemm_warp_col(), lane = rcclx_mma_lane();
+#pragma unroll
+  for (int i = 0; i < GEMM_WM; ++i)
+#pragma unroll
+    for (int j = 0; j < GEMM_WN; ++j)
+#pragma unroll
+      for (int e = 0; e < RCCLX_MMA_ELEMS; ++e) {
+        int m, n;
+        rcclx_mma_d_at(RCCLX_MMA_LAYOUT, lane, e, &m, &n);
+        Y[r0 + 16 * i + m][c0 + 16 * j + n] = rcclx_from_f32<rcclx_bf16>(acc[i][j][e]);
+      }
+  __syncthreads();
+}
+
+// Epilogue: the tile's rows below M into Y (row-major, leading dimension N,
+// 16-byte aligned), 16 bytes per store.  All threads of the block call it.
+__device__ __forceinline__ void gemm_tile_store(rcclx_bf16* Y, int M, int N, int tm, int tn, const gemm_tile_bf16& t) {
+  for (int c = (int)threadIdx.x; c < GEMM_BM * GEMM_BN / 8; c += GEMM_THREADS) {
+    const int r = c / (GEMM_BN / 8), col = 8 * (c % (GEMM_BN / 8)), row = tm * GEMM_BM + r;
+    if (row < M) rcclx_st16(Y + (size_t)row * N + tn * GEMM_BN + col, *(const rcclx_vec16*)&t[r][col]);
   }
 }
 
 // Plain GEMM, one block per output tile: the "epilogue" and "unfused" ways.
 __global__ void __launch_bounds__(GEMM_THREADS)
     gemm_bf16_kernel(const rcclx_bf16* X, const rcclx_bf16* W, rcclx_bf16* Y, int M, int N, int K) {
+  __shared__ __align__(16) gemm_tile_bf16 tile;
   const int tiles_n = N / GEMM_BN;
-  float acc[4][4];
   const int tm = (int)blockIdx.x / tiles_n, tn = (int)blockIdx.x % tiles_n;
-  gemm_tile_compute(X, W, M, N, K, tm, tn, acc);
-  gemm_tile_store(Y, M, N, tm, tn, acc);
+  gemm_tile_compute(X, W, M, N, K, tm, tn, tile);
+  gemm_tile_store(Y, M, N, tm, tn, tile);
 }
 
 // The fused way: persistent, tile t by block t % gridDim.x in ascending
@@ -99,12 +193,12 @@ __global__ void __launch_bounds__(GEMM_THREADS)
   const int tiles_n = N / GEMM_BN, tiles = ((M + GEMM_BM - 1) / GEMM_BM) * tiles_n;
   rcclx_bf16* mine = (rcclx_bf16*)((char*)c.bufs[c.rank] + (size_t)RCCLX_REGION_INPUT * c.region_bytes);
   const size_t x_off = (size_t)RCCLX_REGION_INPUT * c.region_bytes;
+  __shared__ __align__(16) gemm_tile_bf16 tile;
   for (int t = (int)blockIdx.x; t < tiles; t += (int)gridDim.x) {
     const int tm = t / tiles_n, tn = t % tiles_n;
     const uint32_t e = rcclx_tile_begin(c, t);
-    float acc[4][4];
-    gemm_tile_compute(X, W, M, N, K, tm, tn, acc);
-    gemm_tile_store(mine, M, N, tm, tn, acc);  // ADAPT: your epilogue's store
+    gemm_tile_compute(X, W, M, N, K, tm, tn, tile);
+    gemm_tile_store(mine, M, N, tm, tn, tile);  // ADAPT: your epilogue's store
     rcclx_tile_publish(c, t, e);
     if (rcclx_tile_wait(c, t, e)) return;  // watchdog fired
     // Reduce the tile from every rank: 8 vectors of 8 bf16 per tile row.
@@ -121,12 +215,12 @@ __global__ void __launch_bounds__(GEMM_THREADS)
     if (rcclx_tile_wait_done(c, t, rcclx_tile_begin(c, t) - 1u)) return;
 }
 
-// Host checks shared by the three ways.  K a multiple of GEMM_BK, N of
-// GEMM_BN; pointers 16-byte aligned.
+// Host checks shared by the three ways.  N a multiple of GEMM_BN, K of 8
+// (16-byte rows); pointers 16-byte aligned.
 static inline rcclx_status gemm_check(const void* X, const void* W, const void* Y, int M, int N, int K) {
   if (!X || !W || !Y) return RCCLX_ERR_NULL_POINTER;
   if (((uintptr_t)X | (uintptr_t)W | (uintptr_t)Y) & 15u) return RCCLX_ERR_MISALIGNED;
-  if (M < 1 || N < GEMM_BN || K < GEMM_BK || N % GEMM_BN || K % GEMM_BK) return RCCLX_ERR_INVALID_COUNT;
+  if (M < 1 || N < GEMM_BN || K < 8 || N % GEMM_BN || K % 8) return RCCLX_ERR_INVALID_COUNT;
   return RCCLX_SUCCESS;
 }
 

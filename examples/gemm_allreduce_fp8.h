@@ -29,29 +29,22 @@ __global__ void __launch_bounds__(GEMM_THREADS)
                                     int M, int N, int K, rcclx_wire w) {
   rcclx_wire w_enc = w;
   w_enc.format = FMT;
-  __shared__ float Ys[GEMM_BM][GEMM_BN + 4];  // the tile, rounded to bf16; +4: fewer bank conflicts
+  __shared__ __align__(16) gemm_tile_bf16 tile;
   const int tiles_n = N / GEMM_BN, tiles = ((M + GEMM_BM - 1) / GEMM_BM) * tiles_n;
   const size_t m = (size_t)M * N, in_off = (size_t)RCCLX_REGION_INPUT * c.region_bytes;
   char* seg = (char*)c.bufs[c.rank] + in_off;
-  const int ty = (int)threadIdx.x / 16, tx = (int)threadIdx.x % 16;
   const int lane8 = (int)threadIdx.x % GEMM_ROW_LANES, gl = (lane8 * 8 % w.block_size) / 8;
   for (int t = (int)blockIdx.x; t < tiles; t += (int)gridDim.x) {
     const int tm = t / tiles_n, tn = t % tiles_n;
     const uint32_t e = rcclx_tile_begin(c, t);
-    float acc[4][4];
-    gemm_tile_compute(X, W, M, N, K, tm, tn, acc);
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) Ys[ty * 4 + i][tx * 4 + j] = rcclx_to_f32(rcclx_from_f32<rcclx_bf16>(acc[i][j]));
-    __syncthreads();
+    gemm_tile_compute(X, W, M, N, K, tm, tn, tile);
     // ADAPT: your epilogue hands rcclx_lowp_put_group 8 consecutive values
     // per lane, B/8 lanes per group, every lane of the warp present.
     for (int r0 = 0; r0 < GEMM_BM; r0 += GEMM_THREADS / GEMM_ROW_LANES) {
       const int row = r0 + (int)threadIdx.x / GEMM_ROW_LANES, grow = tm * GEMM_BM + row;
       float x[8];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) x[i] = Ys[row][lane8 * 8 + i];
+      for (int i = 0; i < 8; ++i) x[i] = rcclx_to_f32(tile[row][lane8 * 8 + i]);
       const size_t j = ((size_t)grow * N + (size_t)tn * GEMM_BN + (size_t)lane8 * 8) / (size_t)w.block_size;
       rcclx_lowp_put_group<rcclx_bf16>(seg, m, j, gl, grow < M, x, w_enc);
     }

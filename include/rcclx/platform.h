@@ -271,6 +271,10 @@ static inline int rcclx_pdl_supported(int device) {
  *   rcclx_grid_dependents_launch()       let the stream's next kernel be
  *                                        scheduled (no-ops where a kernel was
  *                                        not launched that way, and on AMD)
+ *   RCCLX_MMA_LAYOUT, RCCLX_MMA_ELEMS    the chip's warp matrix unit, its lane
+ *   rcclx_mma_frag, rcclx_mma_bf16(d,a,b) layout (rcclx/mma_layout.h) and one
+ *                                        16 x 16 x 16 bf16 step, d += a b
+ *                                        (rcclx/mma.h loads the operands)
  *   RCCLX_HW_<FMT> (E4M3FN, E5M2, E4M3FNUZ, E5M2FNUZ) where the chip
  *   converts that fp8 format, with rcclx_hw_encode2_<fmt>(a, b) and
  *   rcclx_hw_decode_<fmt>(byte), bit-identical to the software path in

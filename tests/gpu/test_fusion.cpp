@@ -112,7 +112,9 @@ void gemm_case(rank_set& rs, int M, int N, int K, int repeat, std::mt19937& rng,
     }
     require_clean(rs);
     // float64 reference; bound: Y_r rounded once to bf16 (2^-8 |Y_r|) after
-    // K fp32 FMAs (K 2^-24 sum|x w|), fp32 sum of R terms, one final rounding.
+    // K fp32 additions of exact products on the matrix unit (K 2^-23 sum|x w|:
+    // its adds may truncate rather than round), fp32 sum of R terms (R 2^-24),
+    // one final rounding.
     const std::vector<rcclx_bf16> ref0 = to_host(o_unf[0], n);
     size_t bad = 0;
     for (size_t i = 0; i < n && bad < 5; ++i) {
@@ -126,7 +128,7 @@ void gemm_case(rank_set& rs, int M, int N, int K, int repeat, std::mt19937& rng,
           ar += std::fabs(p);
         }
         exact += yr;
-        lim += std::ldexp(1.0, -8) * std::fabs(yr) + (K + R) * std::ldexp(1.0, -24) * ar;
+        lim += std::ldexp(1.0, -8) * std::fabs(yr) + (2.0 * K + R) * std::ldexp(1.0, -24) * ar;
       }
       lim += std::ldexp(1.0, -8) * (std::fabs(exact) + lim) + 1e-30;
       if (!(std::fabs(rcclx_to_f32(ref0[i]) - exact) <= lim)) {
@@ -307,7 +309,18 @@ TEST_CASE("fusion: GEMM + AllReduce, fused == epilogue+zero-copy == unfused, vs 
     gemm_case(rs, 64, 256, 64, 1, rng);
     gemm_case(rs, 100, 192, 32, 1, rng, rcclx_wire_make(RCCLX_FP8_E4M3FN, 32, RCCLX_SCALE_F32));  // two row tiles, partial
     gemm_case(rs, 7, 4096, 64, 10, rng);  // 64 tiles per call, 10 calls: tile epochs advance
+    gemm_case(rs, 3, 128, 200, 1, rng);   // 4 k stages (both register stages twice), the last 8 deep
+    gemm_case(rs, 130, 64, 136, 1, rng, rcclx_wire_make(RCCLX_FP8_E4M3FN, 64, RCCLX_SCALE_E8M0));  // 3 row tiles
+    gemm_case(rs, 17, 64, 40, 1, rng);    // one partial k stage
   }
+  // Shapes the tile code cannot take are refused before any launch.
+  rcclx_bf16* p = poisoned<rcclx_bf16>(1024);
+  CHECK(gemm_bf16(p, p, p, 1, 64, 12, 0) == RCCLX_ERR_INVALID_COUNT);  // K not a multiple of 8
+  CHECK(gemm_bf16(p, p, p, 1, 96, 64, 0) == RCCLX_ERR_INVALID_COUNT);  // N not a multiple of 64
+  CHECK(gemm_bf16(p, p, p, 0, 64, 64, 0) == RCCLX_ERR_INVALID_COUNT);
+  CHECK(gemm_bf16(p + 1, p, p, 1, 64, 64, 0) == RCCLX_ERR_MISALIGNED);
+  CHECK(gemm_bf16(nullptr, p, p, 1, 64, 64, 0) == RCCLX_ERR_NULL_POINTER);
+  (void)hipFree(p);
 }
 
 TEST_CASE("fusion: fused GEMM + AllReduce under graph capture, 20 replays", "[gpu][fusion]") {

@@ -139,3 +139,27 @@ RCCLX_DEVICE float rcclx_mul_rn(float a, float b) {
 RCCLX_DEVICE float rcclx_clampf(float x, float lo, float hi) {
   return __builtin_amdgcn_fmed3f(x, lo, hi);
 }
+
+/* Matrix unit (rcclx/mma.h): one v_mfma_f32_16x16x16_bf16 per 16 x 16 x 16
+ * bf16 step (CDNA2 and up); the lane layout is rcclx/mma_layout.h's
+ * RCCLX_MMA_LAYOUT_CDNA.  A fragment is 4 bf16 at consecutive k (2
+ * registers, lowest k in the low half of the first). */
+#define RCCLX_MMA_LAYOUT RCCLX_MMA_LAYOUT_CDNA
+#define RCCLX_MMA_ELEMS 4
+typedef struct rcclx_mma_frag {
+  uint32_t w[2];
+} rcclx_mma_frag;
+RCCLX_DEVICE void rcclx_mma_bf16(float (&d)[RCCLX_MMA_ELEMS], const rcclx_mma_frag& a, const rcclx_mma_frag& b) {
+#if defined(RCCLX_ARCH_GFX942) || defined(RCCLX_ARCH_GFX950)
+  typedef short v4s __attribute__((ext_vector_type(4)));
+  typedef float v4f __attribute__((ext_vector_type(4)));
+  v4f c = {d[0], d[1], d[2], d[3]};
+  c = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(v4s, a), __builtin_bit_cast(v4s, b), c, 0, 0, 0);
+  d[0] = c[0], d[1] = c[1], d[2] = c[2], d[3] = c[3];
+#elif defined(RCCLX_DEVICE_PASS)
+  (void)d, (void)a, (void)b;
+  __builtin_trap(); /* a chip rcclx has no matrix-unit path for: fail loudly */
+#else
+  (void)d, (void)a, (void)b;
+#endif
+}

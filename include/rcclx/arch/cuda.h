@@ -128,3 +128,30 @@ RCCLX_DEVICE float rcclx_mul_rn(float a, float b) { return __fmul_rn(a, b); }
 RCCLX_DEVICE float rcclx_clampf(float x, float lo, float hi) {
   return fminf(fmaxf(x, lo), hi); /* two instructions; NaN must not reach it */
 }
+
+/* Matrix unit (rcclx/mma.h): one 16 x 16 x 16 bf16 step is two
+ * mma.sync.m16n8k16 (sm_80 and up), the second on columns 8..15; the lane
+ * layout is rcclx/mma_layout.h's RCCLX_MMA_LAYOUT_NV.  A fragment is 4
+ * registers of 2 bf16 (lower k in the low half). */
+#define RCCLX_MMA_LAYOUT RCCLX_MMA_LAYOUT_NV
+#define RCCLX_MMA_ELEMS 8
+typedef struct rcclx_mma_frag {
+  uint32_t w[4];
+} rcclx_mma_frag;
+RCCLX_DEVICE void rcclx_mma_bf16(float (&d)[RCCLX_MMA_ELEMS], const rcclx_mma_frag& a, const rcclx_mma_frag& b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#  define RCCLX_CUDA_MMA_M16N8K16(d0, d1, d2, d3, b0, b1)                                                 \
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+        "{%0,%1,%2,%3};"                                                                             \
+        : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)                                                     \
+        : "r"(a.w[0]), "r"(a.w[1]), "r"(a.w[2]), "r"(a.w[3]), "r"(b0), "r"(b1))
+  RCCLX_CUDA_MMA_M16N8K16(d[0], d[1], d[2], d[3], b.w[0], b.w[1]);
+  RCCLX_CUDA_MMA_M16N8K16(d[4], d[5], d[6], d[7], b.w[2], b.w[3]);
+#  undef RCCLX_CUDA_MMA_M16N8K16
+#elif defined(__CUDA_ARCH__)
+  (void)d, (void)a, (void)b;
+  __trap(); /* no bf16 tensor-core MMA below sm_80: fail loudly, never a wrong sum */
+#else
+  (void)d, (void)a, (void)b;
+#endif
+}
