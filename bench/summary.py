@@ -103,8 +103,10 @@ if fu:
         by.setdefault((int(r["nranks"]), r["what"], int(r["M"]), int(r["N"])), {})[r["way"]] = float(r["us"])
     for (n, w, m, nn), d in sorted(by.items()):
         unf = d["unfused"]
-        print("  %-3d %-18s M/T %5d N/H %5d  %s" % (n, w, m, nn, "  ".join(
-            "%s %.2f (x%.2f)" % (k, v, unf / v) for k, v in d.items())))
+        far = ("  example GEMM / vendor GEMM %.1fx" % (d["gemm_only"] / d["vendor_gemm_only"])
+               if "gemm_only" in d and "vendor_gemm_only" in d else "")
+        print("  %-3d %-18s M/T %5d N/H %5d  %s%s" % (n, w, m, nn, "  ".join(
+            "%s %.2f (x%.2f)" % (k, v, unf / v) for k, v in d.items()), far))
 
 try:
     import matplotlib

@@ -53,8 +53,11 @@ typedef struct gemm_stage {
 } gemm_stage;
 
 // W's piece of this thread: rows 2p, 2p + 1 of the stage, columns 8q..8q+7.
-// A warp's lanes take 8 row pairs x 4 pieces, so its transposing stores
-// (gemm_store_stage) fall in different banks.
+// A warp's 32 lanes take 8 row pairs x 4 pieces: 64-byte runs of each W
+// row, and its transposing stores (gemm_store_stage) meet 4 to a bank (8
+// with the pieces first): the price of the padded k-contiguous layout that
+// spreads the far more frequent fragment reads over the banks (NVIDIA: no
+// two lanes of a warp on one bank).
 __device__ __forceinline__ int gemm_b_pair(void) { return (int)threadIdx.x % 8 + 8 * ((int)threadIdx.x / 64); }
 __device__ __forceinline__ int gemm_b_piece(void) { return (int)threadIdx.x / 8 % 8; }
 

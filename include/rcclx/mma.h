@@ -43,27 +43,21 @@ RCCLX_DEVICE void rcclx_mma_load_run(rcclx_mma_frag* f, int q, const rcclx_bf16*
   }
 }
 
-/* A's 16 x 16 block, row-major in shared memory with leading dimension ld
- * elements.  Whole warp; s and 2 * ld multiples of 8 bytes. */
-RCCLX_DEVICE void rcclx_mma_load_a(rcclx_mma_frag* f, const rcclx_bf16* s, int ld) {
+/* One operand's 16 x 16 block from shared memory that holds it with k
+ * contiguous: row m of A (is_b 0) or column n of B (is_b 1) at
+ * s + m * ld (s + n * ld).  Whole warp; s and 2 * ld multiples of 8 bytes. */
+RCCLX_DEVICE void rcclx_mma_load_k_major(rcclx_mma_frag* f, const rcclx_bf16* s, int ld, int is_b) {
   const int lane = rcclx_mma_lane(), run = rcclx_mma_k_run(RCCLX_MMA_LAYOUT);
   RCCLX_UNROLL
   for (int q = 0; q < RCCLX_MMA_ELEMS / run; ++q) {
-    int m, k;
-    rcclx_mma_a_at(RCCLX_MMA_LAYOUT, lane, q * run, &m, &k);
-    rcclx_mma_load_run(f, q, s + m * ld + k);
+    int mn, k;
+    if (is_b) rcclx_mma_b_at(RCCLX_MMA_LAYOUT, lane, q * run, &k, &mn);
+    else rcclx_mma_a_at(RCCLX_MMA_LAYOUT, lane, q * run, &mn, &k);
+    rcclx_mma_load_run(f, q, s + mn * ld + k);
   }
 }
-
-/* B's 16 x 16 block, column-major in shared memory (column n's 16 k values
- * at s + n * ld).  Whole warp; s and 2 * ld multiples of 8 bytes. */
-RCCLX_DEVICE void rcclx_mma_load_b(rcclx_mma_frag* f, const rcclx_bf16* s, int ld) {
-  const int lane = rcclx_mma_lane(), run = rcclx_mma_k_run(RCCLX_MMA_LAYOUT);
-  RCCLX_UNROLL
-  for (int q = 0; q < RCCLX_MMA_ELEMS / run; ++q) {
-    int k, n;
-    rcclx_mma_b_at(RCCLX_MMA_LAYOUT, lane, q * run, &k, &n);
-    rcclx_mma_load_run(f, q, s + n * ld + k);
-  }
-}
+/* A row-major (A[m][k] = s[m * ld + k]); B column-major (B[k][n] =
+ * s[n * ld + k]). */
+RCCLX_DEVICE void rcclx_mma_load_a(rcclx_mma_frag* f, const rcclx_bf16* s, int ld) { rcclx_mma_load_k_major(f, s, ld, 0); }
+RCCLX_DEVICE void rcclx_mma_load_b(rcclx_mma_frag* f, const rcclx_bf16* s, int ld) { rcclx_mma_load_k_major(f, s, ld, 1); }
 #endif
