@@ -471,12 +471,12 @@ static inline rcclx_status allreduce_rmsnorm(rcclx_comm* comm, size_t tokens, si
   if (!comm || !comm->kind || !residual_in || !residual_out || !weight || !out) return RCCLX_ERR_NULL_POINTER;
   if (tokens == 0 || tokens > 0x7fffffffu || hidden == 0 || hidden % 8 || hidden > RMSNORM_MAX_HIDDEN)
     return RCCLX_ERR_INVALID_COUNT;  // (tokens: the two-shot's 32-bit row index)
-  if (tokens * hidden * 2 > comm->view.region_bytes) return RCCLX_ERR_BUFFER_TOO_SMALL;
+  const size_t bytes = tokens * hidden * 2;
+  if (bytes > comm->view.region_bytes) return RCCLX_ERR_BUFFER_TOO_SMALL;
   if ((out_fp8 == nullptr) != (out_scale == nullptr)) return RCCLX_ERR_INVALID_ARGUMENT;
   if (algo != RCCLX_ALGO_AUTO && algo != RCCLX_ALGO_FLAT && algo != RCCLX_ALGO_TREE && algo != RCCLX_ALGO_LL)
     return RCCLX_ERR_INVALID_ARGUMENT;
   const rcclx_dev_comm& v = comm->view;
-  const size_t bytes = tokens * hidden * 2;
   const int warps = rmsnorm_ll_warps(tokens, hidden, v.nblocks);
   if (algo == RCCLX_ALGO_LL && !warps) return RCCLX_ERR_INVALID_ARGUMENT;
   // 0: one-shot, 1: two-shot, 2: LL.  AUTO takes LL wherever one LL

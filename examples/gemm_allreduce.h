@@ -139,20 +139,18 @@ __device__ __forceinline__ void gemm_tile_compute(const rcclx_bf16* X, const rcc
   // stage's registers are refilled right after they reach shared memory.
   const int stages = (K + GEMM_BK - 1) / GEMM_BK;
   gemm_stage s0, s1;
+  const auto step = [&](gemm_stage& st, int s) {  // stage s, held in st
+    gemm_store_stage(st, As, Bs);
+    __syncthreads();
+    if (s + 2 < stages) gemm_load_stage(st, X, W, M, N, K, tm, tn, (s + 2) * GEMM_BK);
+    gemm_mma_stage(acc, As, Bs);
+    __syncthreads();
+  };
   gemm_load_stage(s0, X, W, M, N, K, tm, tn, 0);
   if (stages > 1) gemm_load_stage(s1, X, W, M, N, K, tm, tn, GEMM_BK);
   for (int s = 0; s < stages; s += 2) {
-    gemm_store_stage(s0, As, Bs);
-    __syncthreads();
-    if (s + 2 < stages) gemm_load_stage(s0, X, W, M, N, K, tm, tn, (s + 2) * GEMM_BK);
-    gemm_mma_stage(acc, As, Bs);
-    __syncthreads();
-    if (s + 1 == stages) break;
-    gemm_store_stage(s1, As, Bs);
-    __syncthreads();
-    if (s + 3 < stages) gemm_load_stage(s1, X, W, M, N, K, tm, tn, (s + 3) * GEMM_BK);
-    gemm_mma_stage(acc, As, Bs);
-    __syncthreads();
+    step(s0, s);
+    if (s + 1 < stages) step(s1, s + 1);
   }
   const int r0 = gemm_warp_row(), c0 = gemm_warp_col(), lane = rcclx_mma_lane();
 #pragma unroll
@@ -194,8 +192,8 @@ __global__ void __launch_bounds__(GEMM_THREADS)
     gemm_allreduce_fused_kernel(rcclx_dev_comm c, const rcclx_bf16* X, const rcclx_bf16* W, rcclx_bf16* out, int M,
                                 int N, int K) {
   const int tiles_n = N / GEMM_BN, tiles = ((M + GEMM_BM - 1) / GEMM_BM) * tiles_n;
-  rcclx_bf16* mine = (rcclx_bf16*)((char*)c.bufs[c.rank] + (size_t)RCCLX_REGION_INPUT * c.region_bytes);
   const size_t x_off = (size_t)RCCLX_REGION_INPUT * c.region_bytes;
+  rcclx_bf16* mine = (rcclx_bf16*)((char*)c.bufs[c.rank] + x_off);
   __shared__ __align__(16) gemm_tile_bf16 tile;
   for (int t = (int)blockIdx.x; t < tiles; t += (int)gridDim.x) {
     const int tm = t / tiles_n, tn = t % tiles_n;

@@ -594,6 +594,12 @@ TEST_CASE("fusion: AllReduce + RMSNorm ranks that disagree stop with RANK_MISMAT
   }
   GPU_REQUIRE(rs.settle());
   const auto untouched = to_host(o[0], n);
+  const auto restore_o = [&] {  // every rank's output back to the poison
+    for (int r = 0; r < R; ++r) {
+      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+      GPU_REQUIRE(hipMemcpy(o[r], untouched.data(), n * 2, hipMemcpyHostToDevice));
+    }
+  };
   // Rank 0 asks for the one-shot, the others for the two-shot; then rank 2
   // passes another token count, to the two-shot and then to the LL shape
   // (different grids: every block still sees the others' fingerprint).
@@ -612,10 +618,7 @@ TEST_CASE("fusion: AllReduce + RMSNorm ranks that disagree stop with RANK_MISMAT
   // The barrier epochs and the LL call counts stayed in step: agreeing
   // calls of both kinds work again.
   for (rcclx_algo a : {RCCLX_ALGO_TREE, RCCLX_ALGO_LL}) {
-    for (int r = 0; r < R; ++r) {
-      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
-      GPU_REQUIRE(hipMemcpy(o[r], untouched.data(), n * 2, hipMemcpyHostToDevice));
-    }
+    restore_o();
     for (int r = 0; r < R; ++r)
       REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr, a,
                                 rs.stream[r]) == RCCLX_SUCCESS);
@@ -632,10 +635,7 @@ TEST_CASE("fusion: AllReduce + RMSNorm ranks that disagree stop with RANK_MISMAT
   // kernel against barrier kernels): every rank stops with RANK_MISMATCH
   // and writes nothing.  (After this the LL call counts are out of step:
   // the communicators would have to be rebuilt, rcclx/dda/ll.h.)
-  for (int r = 0; r < R; ++r) {
-    GPU_REQUIRE(hipSetDevice(rs.dev[r]));
-    GPU_REQUIRE(hipMemcpy(o[r], untouched.data(), n * 2, hipMemcpyHostToDevice));
-  }
+  restore_o();
   for (int r = 0; r < R; ++r)
     REQUIRE(allreduce_rmsnorm(&rs.comm[r], T, H, res[r], ro[r], w[r], 1e-6f, o[r], nullptr, nullptr,
                               r == 0 ? RCCLX_ALGO_LL : RCCLX_ALGO_FLAT, rs.stream[r]) == RCCLX_SUCCESS);

@@ -545,10 +545,11 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   RCCLX_TRACE(c, call.k, 2);
   /* No closing vote or trigger: each thread leaves once its own polls are
    * done.  A block that exits counts as having let the stream's next kernel
-   * go, and on the normal path its header lane already did (step 3); a
-   * block-wide vote here only kept every warp until the slowest one
-   * (bench/RESULTS.md, runs 67-69).  A thread that stopped on a timeout or a
-   * mismatch leaves its lines unwritten; the error is recorded. */
+   * go, and on the normal path its header lane already did
+   * (rcclx_ll_check_headers); a block-wide vote here only kept every warp
+   * until the slowest one (bench/RESULTS.md, runs 67-69).  A thread that
+   * stopped on a timeout or a mismatch leaves its lines unwritten; the error
+   * is recorded. */
   RCCLX_TRACE(c, call.k, 3);
   RCCLX_TRACE(c, call.k, 4);
 }
