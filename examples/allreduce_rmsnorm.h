@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(RMSNORM_THREADS, 2)  // 2 per SM: the comm gri
   const int slot = (int)blockIdx.x;
   // Every rank's producer has finished writing x into its input region.
   if (rcclx_barrier_block(c, slot, sig) != RCCLX_BARRIER_OK) return;
-  const size_t x_off = (size_t)RCCLX_REGION_INPUT * c.region_bytes, nvec = hidden / 8;
+  const size_t x_off = rcclx_region_offset(&c, RCCLX_REGION_INPUT), nvec = hidden / 8;
   const auto reduced = [&](size_t v) { return rcclx_dda_reduce_vector<rcclx_bf16, RCCLX_SUM, NMAX>(c, x_off, v); };
   for (size_t row = blockIdx.x; row < tokens; row += gridDim.x)
     rmsnorm_row<1>(reduced, row, nvec, residual_in, residual_out, weight, eps, out, out_fp8, out_scale, smem);
@@ -250,7 +250,7 @@ __global__ void __launch_bounds__(RMSNORM_THREADS, 2)
   __shared__ float smem[RMSNORM_THREADS];
   const int slot = (int)blockIdx.x;
   if (rcclx_barrier_block(c, slot, sig) != RCCLX_BARRIER_OK) return;
-  const size_t x_off = (size_t)RCCLX_REGION_INPUT * c.region_bytes, s_off = (size_t)RCCLX_REGION_COPY0 * c.region_bytes;
+  const size_t x_off = rcclx_region_offset(&c, RCCLX_REGION_INPUT), s_off = rcclx_region_offset(&c, RCCLX_REGION_COPY0);
   // 32-bit index math: tokens * hidden * 2 fits the region (< 64 GiB), so
   // every vector index of x is below 2^32.
   const uint32_t nvec = (uint32_t)(hidden / 8), piece = (uint32_t)rcclx_tree_shard_vectors(nvec, c.nranks);
@@ -379,7 +379,7 @@ __global__ void __launch_bounds__(RMSNORM_LL_THREADS)
   const uint32_t col = piece * W * WS + tid, chunk = line_thread ? piece * W + tid / WS : nchunks;
   const bool on = line_thread && col < nvec;
   const uint32_t v = row * nvec + col;  // vector v of x: LL lines 2v and 2v + 1
-  const rcclx_bf16* x = (const rcclx_bf16*)((const char*)c.bufs[c.rank] + (size_t)RCCLX_REGION_INPUT * c.region_bytes);
+  const rcclx_bf16* x = (const rcclx_bf16*)rcclx_input_region(&c, c.rank);
   rcclx_vec16 mine = {}, res = {}, w = {};
   if (on) {  // all three loads in flight before the polls
     mine = rcclx_ld16(x + (size_t)v * 8);

@@ -192,8 +192,8 @@ __global__ void __launch_bounds__(GEMM_THREADS)
     gemm_allreduce_fused_kernel(rcclx_dev_comm c, const rcclx_bf16* X, const rcclx_bf16* W, rcclx_bf16* out, int M,
                                 int N, int K) {
   const int tiles_n = N / GEMM_BN, tiles = ((M + GEMM_BM - 1) / GEMM_BM) * tiles_n;
-  const size_t x_off = (size_t)RCCLX_REGION_INPUT * c.region_bytes;
-  rcclx_bf16* mine = (rcclx_bf16*)((char*)c.bufs[c.rank] + x_off);
+  const size_t x_off = rcclx_region_offset(&c, RCCLX_REGION_INPUT);
+  rcclx_bf16* mine = (rcclx_bf16*)rcclx_input_region(&c, c.rank);
   __shared__ __align__(16) gemm_tile_bf16 tile;
   for (int t = (int)blockIdx.x; t < tiles; t += (int)gridDim.x) {
     const int tm = t / tiles_n, tn = t % tiles_n;
@@ -244,11 +244,11 @@ static inline rcclx_status gemm_allreduce_fused(rcclx_comm* comm, const rcclx_bf
   const rcclx_dev_comm& v = comm->view;
   const int tiles = ((M + GEMM_BM - 1) / GEMM_BM) * (N / GEMM_BN);
   if ((size_t)M * N * 2 > v.region_bytes || tiles > RCCLX_MAX_TILES) return RCCLX_ERR_BUFFER_TOO_SMALL;
-  // Persistent grid: at most the communicator's, and co-resident with the
-  // other ranks' grids on a shared GPU.
-  const int grid = tiles < v.nblocks ? tiles : v.nblocks;
+  // Persistent grid: a tile per block up to what may be co-resident with
+  // the other ranks' grids (ADAPT: your kernel and block size).
   const void* k = v.nranks <= 4 ? (const void*)gemm_allreduce_fused_kernel<4> : (const void*)gemm_allreduce_fused_kernel<8>;
-  RCCLX_TRY(rcclx_comm_check_coresident(comm, k, GEMM_THREADS, grid));
+  int grid = 0;
+  RCCLX_TRY(rcclx_comm_persistent_grid(comm, k, GEMM_THREADS, tiles, &grid));
   int prev = 0;  // the launch goes to the rank's GPU, whichever is current
   RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
   if (v.nranks <= 4) gemm_allreduce_fused_kernel<4><<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);

@@ -31,8 +31,8 @@ __global__ void __launch_bounds__(GEMM_THREADS)
   w_enc.format = FMT;
   __shared__ __align__(16) gemm_tile_bf16 tile;
   const int tiles_n = N / GEMM_BN, tiles = ((M + GEMM_BM - 1) / GEMM_BM) * tiles_n;
-  const size_t m = (size_t)M * N, in_off = (size_t)RCCLX_REGION_INPUT * c.region_bytes;
-  char* seg = (char*)c.bufs[c.rank] + in_off;
+  const size_t m = (size_t)M * N, in_off = rcclx_region_offset(&c, RCCLX_REGION_INPUT);
+  char* seg = rcclx_input_region(&c, c.rank);
   const int lane8 = (int)threadIdx.x % GEMM_ROW_LANES, gl = (lane8 * 8 % w.block_size) / 8;
   for (int t = (int)blockIdx.x; t < tiles; t += (int)gridDim.x) {
     const int tm = t / tiles_n, tn = t % tiles_n;
@@ -78,13 +78,13 @@ static inline rcclx_status gemm_allreduce_fused_fp8(rcclx_comm* comm, const rccl
   const int tiles = ((M + GEMM_BM - 1) / GEMM_BM) * (N / GEMM_BN);
   if (rcclx_fp8_packed_bytes((size_t)M * N, w.block_size, w.scale) > v.region_bytes || tiles > RCCLX_MAX_TILES)
     return RCCLX_ERR_BUFFER_TOO_SMALL;
-  const int grid = tiles < v.nblocks ? tiles : v.nblocks;
   void (*kernel)(rcclx_dev_comm, const rcclx_bf16*, const rcclx_bf16*, rcclx_bf16*, int, int, int, rcclx_wire) =
       w.format == RCCLX_FP8_E4M3FN     ? gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E4M3FN>
       : w.format == RCCLX_FP8_E4M3FNUZ ? gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E4M3FNUZ>
       : w.format == RCCLX_FP8_E5M2     ? gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E5M2>
                                        : gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E5M2FNUZ>;
-  RCCLX_TRY(rcclx_comm_check_coresident(comm, (const void*)kernel, GEMM_THREADS, grid));
+  int grid = 0;  // persistent: co-resident with the other ranks' grids
+  RCCLX_TRY(rcclx_comm_persistent_grid(comm, (const void*)kernel, GEMM_THREADS, tiles, &grid));
   int prev = 0;  // the launch goes to the rank's GPU, whichever is current
   RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
   kernel<<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K, w);

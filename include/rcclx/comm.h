@@ -213,6 +213,17 @@ typedef struct rcclx_dev_comm {
 #define RCCLX_REGION_INPUT 2
 #define RCCLX_NUM_REGIONS 3
 
+/* Byte offset of region `region` (RCCLX_REGION_*) in every rank's buffer:
+ * the same on every rank, so bufs[peer] + it is that peer's region. */
+RCCLX_HOST_DEVICE size_t rcclx_region_offset(const rcclx_dev_comm* v, int region) {
+  return (size_t)region * v->region_bytes;
+}
+/* Rank r's registered input region, as this rank's device addresses it
+ * (r == v->rank: where a producer kernel writes for a zero-copy call). */
+RCCLX_HOST_DEVICE char* rcclx_input_region(const rcclx_dev_comm* v, int r) {
+  return (char*)v->bufs[r] + rcclx_region_offset(v, RCCLX_REGION_INPUT);
+}
+
 /* Creation parameters; zero fields take defaults (and RCCLX_* environment
  * overrides, see rcclx_config_resolve). */
 typedef struct rcclx_config {
@@ -376,6 +387,6 @@ RCCLX_HOST_DEVICE int rcclx_overlaps_registered(const rcclx_dev_comm* v, const v
  * call zero-copy. */
 RCCLX_HOST void* rcclx_comm_input(const rcclx_comm* comm) {
   return comm && comm->view.bufs[comm->view.rank]
-             ? (char*)comm->view.bufs[comm->view.rank] + RCCLX_REGION_INPUT * comm->view.region_bytes
+             ? rcclx_input_region(&comm->view, comm->view.rank)
              : NULL;
 }

@@ -60,42 +60,84 @@ typedef struct rcclx_occupancy_memo {
   uint64_t word[RCCLX_OCCUPANCY_MEMO_DEVICES];
 } rcclx_occupancy_memo;
 
-/* Whether `grid` blocks of `threads` threads of `kernel` on this rank can be
- * co-resident with the same grid of every other rank on its GPU, as a
- * kernel that waits on peers (a barrier, a tile wait) needs.  For kernels
- * other than the DDA ones the communicator's grid was sized for.
- * RCCLX_SUCCESS, or RCCLX_ERR_INVALID_ARGUMENT when it cannot be
- * (RCCLX_ERR_RUNTIME if the runtime cannot say).  With memo NULL the
- * runtime is asked every time; with a memo (for a launcher that checks the
- * same kernel on every call) once per device and block size, later calls
- * read it.  The first ask also loads the kernel, as rcclx/comm.h requires.
- * Any host thread may call it (the word is read and written atomically;
- * two first calls may both ask, with the same answer). */
-RCCLX_HOST rcclx_status rcclx_comm_check_coresident_memo(const rcclx_comm* comm, const void* kernel, int threads,
-                                                         int grid, rcclx_occupancy_memo* memo) {
+/* `kernel`'s blocks of `threads` threads per multiprocessor of the rank's
+ * GPU (*occ) and its multiprocessor count (*sms).  With memo NULL the
+ * runtime is asked every time; with a memo (for a launcher that asks for
+ * the same kernel on every call) once per device and block size, later
+ * calls read it.  The first ask also loads the kernel, as rcclx/comm.h
+ * requires.  Any host thread may call it (the word is read and written
+ * atomically; two first calls may both ask, with the same answer). */
+RCCLX_HOST rcclx_status rcclx_comm_occupancy_(const rcclx_comm* comm, const void* kernel, int threads,
+                                              rcclx_occupancy_memo* memo, long* occ, long* sms) {
   const int d = comm->device;
   uint64_t* slot = memo && d >= 0 && d < RCCLX_OCCUPANCY_MEMO_DEVICES ? &memo->word[d] : NULL;
   uint64_t w = slot ? __atomic_load_n(slot, __ATOMIC_RELAXED) : 0u;
   if ((long)(w >> 40) != (long)threads) {
     /* The occupancy query answers for the current device: make it the
      * rank's for the call (a host thread may drive ranks on several GPUs). */
-    int occ = 0, sms = 0, prev = 0;
+    int o = 0, n = 0, prev = 0;
     RCCLX_TRY(rcclx_set_device_(d, &prev));
-    const hipError_t e = hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, threads, 0);
+    const hipError_t e = hipOccupancyMaxActiveBlocksPerMultiprocessor(&o, kernel, threads, 0);
     if (prev != d) (void)hipSetDevice(prev);
-    if (e != hipSuccess || hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, d) != hipSuccess ||
-        occ < 0 || occ > 0xFFFF || sms < 0 || sms > 0xFFFFFF)
+    if (e != hipSuccess || hipDeviceGetAttribute(&n, hipDeviceAttributeMultiprocessorCount, d) != hipSuccess ||
+        o < 0 || o > 0xFFFF || n < 0 || n > 0xFFFFFF)
       return RCCLX_ERR_RUNTIME;
-    w = ((uint64_t)(uint32_t)threads << 40) | ((uint64_t)sms << 16) | (uint64_t)occ;
+    w = ((uint64_t)(uint32_t)threads << 40) | ((uint64_t)n << 16) | (uint64_t)o;
     if (slot) __atomic_store_n(slot, w, __ATOMIC_RELAXED);
   }
-  const long occ = (long)(w & 0xFFFFu), sms = (long)((w >> 16) & 0xFFFFFFu);
+  *occ = (long)(w & 0xFFFFu);
+  *sms = (long)((w >> 16) & 0xFFFFFFu);
+  return RCCLX_SUCCESS;
+}
+
+/* Whether `grid` blocks of `threads` threads of `kernel` on this rank can be
+ * co-resident with the same grid of every other rank on its GPU, as a
+ * kernel that waits on peers (a barrier, a tile wait) needs.  For kernels
+ * other than the DDA ones the communicator's grid was sized for.
+ * RCCLX_SUCCESS, or RCCLX_ERR_INVALID_ARGUMENT when it cannot be
+ * (RCCLX_ERR_RUNTIME if the runtime cannot say).  memo: as
+ * rcclx_comm_occupancy_. */
+RCCLX_HOST rcclx_status rcclx_comm_check_coresident_memo(const rcclx_comm* comm, const void* kernel, int threads,
+                                                         int grid, rcclx_occupancy_memo* memo) {
+  long occ = 0, sms = 0;
+  RCCLX_TRY(rcclx_comm_occupancy_(comm, kernel, threads, memo, &occ, &sms));
   return occ * sms < (long)grid * comm->ranks_on_device ? RCCLX_ERR_INVALID_ARGUMENT : RCCLX_SUCCESS;
 }
 /* The same, asking the runtime every time: what a user's fused kernel
  * calls before launching. */
 RCCLX_HOST rcclx_status rcclx_comm_check_coresident(const rcclx_comm* comm, const void* kernel, int threads, int grid) {
   return rcclx_comm_check_coresident_memo(comm, kernel, threads, grid, NULL);
+}
+
+/* The grid for a persistent kernel that waits on its peers (a fused GEMM
+ * that publishes and waits for tiles, rcclx/tile.h): the most blocks, at
+ * most `want`, of `threads` threads of `kernel` that every rank may run at
+ * once without the ranks' grids keeping each other, or the producer kernels
+ * of ranks that have not reached their call yet, from running.
+ *   One rank on its GPU: the kernel's full occupancy (its blocks per
+ *     multiprocessor times the multiprocessors), all co-resident.
+ *   Ranks sharing a GPU: the rank's share of it, the nblocks
+ *     multiprocessors its collective grid is sized for (rcclx_comm_grid_),
+ *     each filled with as many of this kernel's blocks as fit on one; so
+ *     the ranks' grids together stay within the envelope that leaves
+ *     RCCLX_SHARED_GPU_FREE_SMS multiprocessors to other kernels, whatever
+ *     the kernel's block size, registers or shared memory.
+ * *grid >= 1 on success; RCCLX_ERR_INVALID_ARGUMENT if want or threads is
+ * below 1 or the kernel cannot run a block (RCCLX_ERR_RUNTIME if the
+ * runtime cannot say).  Every rank must use the same grid (rcclx/tile.h:
+ * tile t by block t % gridDim.x): it does when the ranks run the same
+ * kernel on the same kind of GPU with the same communicator settings,
+ * which the communicator's init checked. */
+RCCLX_HOST rcclx_status rcclx_comm_persistent_grid(const rcclx_comm* comm, const void* kernel, int threads, int want,
+                                                   int* grid) {
+  if (!comm || !comm->kind || !kernel || !grid) return RCCLX_ERR_NULL_POINTER;
+  if (threads < 1 || want < 1) return RCCLX_ERR_INVALID_ARGUMENT;
+  long occ = 0, sms = 0;
+  RCCLX_TRY(rcclx_comm_occupancy_(comm, kernel, threads, NULL, &occ, &sms));
+  const long most = comm->ranks_on_device > 1 ? occ * comm->view.nblocks : occ * sms;
+  if (most < 1) return RCCLX_ERR_INVALID_ARGUMENT;
+  *grid = most < (long)want ? (int)most : want;
+  return RCCLX_SUCCESS;
 }
 
 /* Grid of every collective kernel of a rank: co-resident with the grids of

@@ -29,10 +29,10 @@
  * Deadlock-freedom contract (the caller's to keep):
  *   1. Every rank publishes every tile exactly once per call, and calls
  *      rcclx_tile_done for it exactly once (after tile_wait).
- *   2. Either the grid is persistent and co-resident on every GPU (no more
- *      blocks than rcclx_comm's nblocks x nthreads grid allows: with virtual
- *      ranks the ranks share one GPU), and every rank's blocks handle tiles
- *      in the same order (tile t by block t % gridDim.x, ascending);
+ *   2. Either the grid is persistent and co-resident on every GPU (at most
+ *      rcclx_comm_persistent_grid's blocks: with virtual ranks the ranks
+ *      share one GPU), and every rank's blocks handle tiles in the same
+ *      order (tile t by block t % gridDim.x, ascending);
  *      or the waits run in a later kernel than the publishes.
  *   3. At most RCCLX_MAX_TILES tiles per call.
  * A wait that breaks the contract spins until the watchdog (if on) records

@@ -20,5 +20,5 @@ struct fake_view {
   // Rank r's LL area, in its polled area.
   char* ll(int r) const { return (char*)v.sigs[r] + RCCLX_SIGNAL_BYTES; }
   // Rank r's registered input region.
-  char* input(int r) const { return (char*)v.bufs[r] + RCCLX_REGION_INPUT * v.region_bytes; }
+  char* input(int r) const { return rcclx_input_region(&v, r); }
 };

@@ -312,6 +312,7 @@ TEST_CASE("fusion: GEMM + AllReduce, fused == epilogue+zero-copy == unfused, vs 
     gemm_case(rs, 3, 128, 200, 1, rng);   // 4 k stages (both register stages twice), the last 8 deep
     gemm_case(rs, 130, 64, 136, 1, rng, rcclx_wire_make(RCCLX_FP8_E4M3FN, 64, RCCLX_SCALE_E8M0));  // 3 row tiles
     gemm_case(rs, 17, 64, 40, 1, rng);    // one partial k stage
+    gemm_case(rs, 130, 4096, 64, 2, rng);  // 192 tiles: blocks of the persistent grid take several
   }
   // Shapes the tile code cannot take are refused before any launch.
   rcclx_bf16* p = poisoned<rcclx_bf16>(1024);
@@ -321,6 +322,38 @@ TEST_CASE("fusion: GEMM + AllReduce, fused == epilogue+zero-copy == unfused, vs 
   CHECK(gemm_bf16(p + 1, p, p, 1, 64, 64, 0) == RCCLX_ERR_MISALIGNED);
   CHECK(gemm_bf16(nullptr, p, p, 1, 64, 64, 0) == RCCLX_ERR_NULL_POINTER);
   (void)hipFree(p);
+}
+
+TEST_CASE("fusion: rcclx_comm_persistent_grid stays within the ranks' share of the GPU", "[gpu][fusion]") {
+  const void* k = (const void*)gemm_allreduce_fused_kernel<8>;
+  for (int R : {2, 8}) {
+    rank_set rs;
+    REQUIRE(rs.init(R) == RCCLX_SUCCESS);
+    int first = 0;
+    for (int r = 0; r < R; ++r) {
+      const rcclx_comm* c = &rs.comm[r];
+      int occ = 0, sms = 0, most = 0, g = 0;
+      GPU_REQUIRE(hipSetDevice(rs.dev[r]));
+      GPU_REQUIRE(hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, GEMM_THREADS, 0));
+      GPU_REQUIRE(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, rs.dev[r]));
+      REQUIRE(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 1 << 30, &most) == RCCLX_SUCCESS);
+      if (c->ranks_on_device > 1)  // the ranks' grids together leave the free multiprocessors alone
+        CHECK((long)most * c->ranks_on_device <= (long)occ * (sms - RCCLX_SHARED_GPU_FREE_SMS));
+      else
+        CHECK(most == occ * sms);  // the whole GPU
+      CHECK(most >= c->view.nblocks);  // never less than the communicator's own grid
+      CHECK(rcclx_comm_check_coresident(c, k, GEMM_THREADS, most) == RCCLX_SUCCESS);
+      if (r == 0) first = most;
+      CHECK(most == first);  // every rank the same grid (tile t by block t % grid)
+      REQUIRE(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 3, &g) == RCCLX_SUCCESS);
+      CHECK(g == 3);  // no more blocks than asked for
+      CHECK(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 0, &g) == RCCLX_ERR_INVALID_ARGUMENT);
+      CHECK(rcclx_comm_persistent_grid(c, k, 0, 4, &g) == RCCLX_ERR_INVALID_ARGUMENT);
+      CHECK(rcclx_comm_persistent_grid(c, nullptr, GEMM_THREADS, 4, &g) == RCCLX_ERR_NULL_POINTER);
+      CHECK(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 4, nullptr) == RCCLX_ERR_NULL_POINTER);
+      CHECK(rcclx_comm_persistent_grid(nullptr, k, GEMM_THREADS, 4, &g) == RCCLX_ERR_NULL_POINTER);
+    }
+  }
 }
 
 TEST_CASE("fusion: fused GEMM + AllReduce under graph capture, 20 replays", "[gpu][fusion]") {

@@ -36,7 +36,7 @@ typedef struct rcclx_dda_call {
 /* Byte offset of the copy-in half a STAGED call `call` of a block slot
  * uses in every rank's buffer. */
 RCCLX_DEVICE size_t rcclx_dda_staged_offset(const rcclx_dev_comm& c, uint32_t call) {
-  return (size_t)(call & 1u) * c.region_bytes;
+  return rcclx_region_offset(&c, RCCLX_REGION_COPY0 + (int)(call & 1u));
 }
 
 /* Copies vectors [0, nvec) of send (n elements) to dst, this thread's share
@@ -85,7 +85,7 @@ RCCLX_DEVICE rcclx_dda_call rcclx_dda_begin_call(const rcclx_dev_comm& c, const 
   RCCLX_TRACE(c, k.call, 0);
   k.nvec = (n + RCCLX_PACK_ELEMS(T) - 1) / RCCLX_PACK_ELEMS(T);
   if (src == RCCLX_SRC_DIRECT) return k;
-  const size_t off = src == RCCLX_SRC_REGISTERED ? (size_t)RCCLX_REGION_INPUT * c.region_bytes
+  const size_t off = src == RCCLX_SRC_REGISTERED ? rcclx_region_offset(&c, RCCLX_REGION_INPUT)
                                                  : rcclx_dda_staged_offset(c, k.call);
   rcclx_dda_cards_at(c, off, cards);
   if (src == RCCLX_SRC_STAGED) rcclx_dda_copy_in(send, (char*)c.bufs[c.rank] + off, n, k.nvec);

@@ -186,7 +186,7 @@ RCCLX_HOST rcclx_status rcclx_allreduce_check(const rcclx_dev_comm* v, const voi
   const size_t bytes = count * es;
   const char *s = (const char*)send, *r = (const char*)recv;
   if (s != r && rcclx_ranges_overlap(s, bytes, r, bytes)) return RCCLX_ERR_INVALID_ARGUMENT; /* partial overlap */
-  const char* input = (const char*)v->bufs[v->rank] + RCCLX_REGION_INPUT * v->region_bytes;
+  const char* input = rcclx_input_region(v, v->rank);
   if (s == input && bytes > v->region_bytes) return RCCLX_ERR_BUFFER_TOO_SMALL;
   if (rcclx_overlaps_registered(v, recv, bytes)) return RCCLX_ERR_INVALID_ARGUMENT;
   return RCCLX_SUCCESS;
