@@ -41,6 +41,9 @@
 #define GEMM_WN 2
 #define GEMM_WM (GEMM_BM * GEMM_BN / 256 / GEMM_WARPS / GEMM_WN)
 
+// Output tiles of an M x N product (N a multiple of GEMM_BN).
+__host__ __device__ __forceinline__ int gemm_tiles(int M, int N) { return (M + GEMM_BM - 1) / GEMM_BM * (N / GEMM_BN); }
+
 // The block's output tile, each value rounded once to bf16, in shared
 // memory: what the epilogue stores, publishes or quantizes.
 typedef rcclx_bf16 gemm_tile_bf16[GEMM_BM][GEMM_LDY];
@@ -191,7 +194,7 @@ template <int NMAX>
 __global__ void __launch_bounds__(GEMM_THREADS)
     gemm_allreduce_fused_kernel(rcclx_dev_comm c, const rcclx_bf16* X, const rcclx_bf16* W, rcclx_bf16* out, int M,
                                 int N, int K) {
-  const int tiles_n = N / GEMM_BN, tiles = ((M + GEMM_BM - 1) / GEMM_BM) * tiles_n;
+  const int tiles_n = N / GEMM_BN, tiles = gemm_tiles(M, N);
   const size_t x_off = rcclx_region_offset(&c, RCCLX_REGION_INPUT);
   rcclx_bf16* mine = (rcclx_bf16*)rcclx_input_region(&c, c.rank);
   __shared__ __align__(16) gemm_tile_bf16 tile;
@@ -230,7 +233,7 @@ static inline rcclx_status gemm_check(const void* X, const void* W, const void* 
 static inline rcclx_status gemm_bf16(const rcclx_bf16* X, const rcclx_bf16* W, rcclx_bf16* Y, int M, int N, int K,
                                      hipStream_t stream) {
   RCCLX_TRY(gemm_check(X, W, Y, M, N, K));
-  const int tiles = ((M + GEMM_BM - 1) / GEMM_BM) * (N / GEMM_BN);
+  const int tiles = gemm_tiles(M, N);
   gemm_bf16_kernel<<<tiles, GEMM_THREADS, 0, stream>>>(X, W, Y, M, N, K);
   return hipGetLastError() == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
 }
@@ -242,13 +245,14 @@ static inline rcclx_status gemm_allreduce_fused(rcclx_comm* comm, const rcclx_bf
   if (!comm || !comm->kind) return RCCLX_ERR_NULL_POINTER;
   RCCLX_TRY(gemm_check(X, W, out, M, N, K));
   const rcclx_dev_comm& v = comm->view;
-  const int tiles = ((M + GEMM_BM - 1) / GEMM_BM) * (N / GEMM_BN);
+  const int tiles = gemm_tiles(M, N);
   if ((size_t)M * N * 2 > v.region_bytes || tiles > RCCLX_MAX_TILES) return RCCLX_ERR_BUFFER_TOO_SMALL;
   // Persistent grid: a tile per block up to what may be co-resident with
   // the other ranks' grids (ADAPT: your kernel and block size).
   const void* k = v.nranks <= 4 ? (const void*)gemm_allreduce_fused_kernel<4> : (const void*)gemm_allreduce_fused_kernel<8>;
+  static rcclx_occupancy_memo memo[2];  // one per kernel: the runtime is asked once per device
   int grid = 0;
-  RCCLX_TRY(rcclx_comm_persistent_grid(comm, k, GEMM_THREADS, tiles, &grid));
+  RCCLX_TRY(rcclx_comm_persistent_grid(comm, k, GEMM_THREADS, tiles, &memo[v.nranks > 4], &grid));
   int prev = 0;  // the launch goes to the rank's GPU, whichever is current
   RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
   if (v.nranks <= 4) gemm_allreduce_fused_kernel<4><<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);

@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(GEMM_THREADS)
   rcclx_wire w_enc = w;
   w_enc.format = FMT;
   __shared__ __align__(16) gemm_tile_bf16 tile;
-  const int tiles_n = N / GEMM_BN, tiles = ((M + GEMM_BM - 1) / GEMM_BM) * tiles_n;
+  const int tiles_n = N / GEMM_BN, tiles = gemm_tiles(M, N);
   const size_t m = (size_t)M * N, in_off = rcclx_region_offset(&c, RCCLX_REGION_INPUT);
   char* seg = rcclx_input_region(&c, c.rank);
   const int lane8 = (int)threadIdx.x % GEMM_ROW_LANES, gl = (lane8 * 8 % w.block_size) / 8;
@@ -75,7 +75,7 @@ static inline rcclx_status gemm_allreduce_fused_fp8(rcclx_comm* comm, const rccl
   if (!rcclx_wire_valid(&w) || w.format == RCCLX_WIRE_RAW || (w.block_size != 32 && w.block_size != 64))
     return RCCLX_ERR_INVALID_ARGUMENT;
   const rcclx_dev_comm& v = comm->view;
-  const int tiles = ((M + GEMM_BM - 1) / GEMM_BM) * (N / GEMM_BN);
+  const int tiles = gemm_tiles(M, N);
   if (rcclx_fp8_packed_bytes((size_t)M * N, w.block_size, w.scale) > v.region_bytes || tiles > RCCLX_MAX_TILES)
     return RCCLX_ERR_BUFFER_TOO_SMALL;
   void (*kernel)(rcclx_dev_comm, const rcclx_bf16*, const rcclx_bf16*, rcclx_bf16*, int, int, int, rcclx_wire) =
@@ -83,8 +83,11 @@ static inline rcclx_status gemm_allreduce_fused_fp8(rcclx_comm* comm, const rccl
       : w.format == RCCLX_FP8_E4M3FNUZ ? gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E4M3FNUZ>
       : w.format == RCCLX_FP8_E5M2     ? gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E5M2>
                                        : gemm_allreduce_fused_fp8_kernel<RCCLX_FP8_E5M2FNUZ>;
+  // One memo per kernel (w.format is one of the 4 FP8 formats here): the
+  // runtime is asked once per device.
+  static rcclx_occupancy_memo memo[4];
   int grid = 0;  // persistent: co-resident with the other ranks' grids
-  RCCLX_TRY(rcclx_comm_persistent_grid(comm, (const void*)kernel, GEMM_THREADS, tiles, &grid));
+  RCCLX_TRY(rcclx_comm_persistent_grid(comm, (const void*)kernel, GEMM_THREADS, tiles, &memo[w.format], &grid));
   int prev = 0;  // the launch goes to the rank's GPU, whichever is current
   RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
   kernel<<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K, w);

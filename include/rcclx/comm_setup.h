@@ -49,7 +49,8 @@ RCCLX_HOST rcclx_status rcclx_comm_launched(int previous) {
   return e == hipSuccess ? RCCLX_SUCCESS : RCCLX_ERR_RUNTIME;
 }
 
-/* What rcclx_comm_check_coresident_memo remembers of one kernel, per device
+/* What an occupancy query (rcclx_comm_check_coresident_memo,
+ * rcclx_comm_persistent_grid) remembers of one kernel, per device
  * (ordinals below RCCLX_OCCUPANCY_MEMO_DEVICES; others are asked every
  * time): the block size asked for, the kernel's blocks per multiprocessor
  * and the multiprocessor count, packed in one word (0: not asked yet, no
@@ -127,13 +128,15 @@ RCCLX_HOST rcclx_status rcclx_comm_check_coresident(const rcclx_comm* comm, cons
  * runtime cannot say).  Every rank must use the same grid (rcclx/tile.h:
  * tile t by block t % gridDim.x): it does when the ranks run the same
  * kernel on the same kind of GPU with the same communicator settings,
- * which the communicator's init checked. */
+ * which the communicator's init checked.  memo: as rcclx_comm_occupancy_
+ * (a launcher called every layer keeps one per kernel; NULL asks the
+ * runtime every time). */
 RCCLX_HOST rcclx_status rcclx_comm_persistent_grid(const rcclx_comm* comm, const void* kernel, int threads, int want,
-                                                   int* grid) {
+                                                   rcclx_occupancy_memo* memo, int* grid) {
   if (!comm || !comm->kind || !kernel || !grid) return RCCLX_ERR_NULL_POINTER;
   if (threads < 1 || want < 1) return RCCLX_ERR_INVALID_ARGUMENT;
   long occ = 0, sms = 0;
-  RCCLX_TRY(rcclx_comm_occupancy_(comm, kernel, threads, NULL, &occ, &sms));
+  RCCLX_TRY(rcclx_comm_occupancy_(comm, kernel, threads, memo, &occ, &sms));
   const long most = comm->ranks_on_device > 1 ? occ * comm->view.nblocks : occ * sms;
   if (most < 1) return RCCLX_ERR_INVALID_ARGUMENT;
   *grid = most < (long)want ? (int)most : want;

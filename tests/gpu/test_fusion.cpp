@@ -336,7 +336,7 @@ TEST_CASE("fusion: rcclx_comm_persistent_grid stays within the ranks' share of t
       GPU_REQUIRE(hipSetDevice(rs.dev[r]));
       GPU_REQUIRE(hipOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, GEMM_THREADS, 0));
       GPU_REQUIRE(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, rs.dev[r]));
-      REQUIRE(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 1 << 30, &most) == RCCLX_SUCCESS);
+      REQUIRE(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 1 << 30, nullptr, &most) == RCCLX_SUCCESS);
       if (c->ranks_on_device > 1)  // the ranks' grids together leave the free multiprocessors alone
         CHECK((long)most * c->ranks_on_device <= (long)occ * (sms - RCCLX_SHARED_GPU_FREE_SMS));
       else
@@ -345,13 +345,18 @@ TEST_CASE("fusion: rcclx_comm_persistent_grid stays within the ranks' share of t
       CHECK(rcclx_comm_check_coresident(c, k, GEMM_THREADS, most) == RCCLX_SUCCESS);
       if (r == 0) first = most;
       CHECK(most == first);  // every rank the same grid (tile t by block t % grid)
-      REQUIRE(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 3, &g) == RCCLX_SUCCESS);
+      REQUIRE(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 3, nullptr, &g) == RCCLX_SUCCESS);
       CHECK(g == 3);  // no more blocks than asked for
-      CHECK(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 0, &g) == RCCLX_ERR_INVALID_ARGUMENT);
-      CHECK(rcclx_comm_persistent_grid(c, k, 0, 4, &g) == RCCLX_ERR_INVALID_ARGUMENT);
-      CHECK(rcclx_comm_persistent_grid(c, nullptr, GEMM_THREADS, 4, &g) == RCCLX_ERR_NULL_POINTER);
-      CHECK(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 4, nullptr) == RCCLX_ERR_NULL_POINTER);
-      CHECK(rcclx_comm_persistent_grid(nullptr, k, GEMM_THREADS, 4, &g) == RCCLX_ERR_NULL_POINTER);
+      rcclx_occupancy_memo memo{};  // asked once, then read: the same answer
+      for (int i = 0; i < 2; ++i) {
+        REQUIRE(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 1 << 30, &memo, &g) == RCCLX_SUCCESS);
+        CHECK(g == most);
+      }
+      CHECK(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 0, nullptr, &g) == RCCLX_ERR_INVALID_ARGUMENT);
+      CHECK(rcclx_comm_persistent_grid(c, k, 0, 4, nullptr, &g) == RCCLX_ERR_INVALID_ARGUMENT);
+      CHECK(rcclx_comm_persistent_grid(c, nullptr, GEMM_THREADS, 4, nullptr, &g) == RCCLX_ERR_NULL_POINTER);
+      CHECK(rcclx_comm_persistent_grid(c, k, GEMM_THREADS, 4, nullptr, nullptr) == RCCLX_ERR_NULL_POINTER);
+      CHECK(rcclx_comm_persistent_grid(nullptr, k, GEMM_THREADS, 4, nullptr, &g) == RCCLX_ERR_NULL_POINTER);
     }
   }
 }
@@ -427,7 +432,7 @@ TEST_CASE("fusion: a rank that never publishes is reported, not hung", "[gpu][fu
     } else {
       CHECK(rcclx_comm_check(&rs.comm[r], &e) == RCCLX_ERR_PEER_TIMEOUT);
       CHECK(e.peer == 1);
-      CHECK(e.block < (M + GEMM_BM - 1) / GEMM_BM * (N / GEMM_BN));  // a tile index
+      CHECK(e.block < gemm_tiles(M, N));  // a tile index
     }
   }
   for (int r = 0; r < R; ++r)
