@@ -1,9 +1,10 @@
 // Fusion examples timed against their unfused sequences, same run, graph
-// replays (median): GEMM + AllReduce three ways at decode shapes (M = 1..64
-// tokens) and one prefill shape, and the vendor GEMM (cuBLAS) alone and
-// followed by the zero-copy rcclx AllReduce (its output written straight
-// into the registered buffer); AllReduce + residual + RMSNorm fused vs
-// zero-copy AllReduce + RMSNorm kernel.  Speedups are against the unfused
+// replays (median), at 2, 4 and 8 ranks: GEMM + AllReduce three ways at
+// decode shapes (M = 1..64 tokens) and one prefill shape, and the vendor
+// GEMM (cuBLAS) alone and followed by the zero-copy rcclx AllReduce (its
+// output written straight into the registered buffer); AllReduce + residual
+// + RMSNorm fused (each shape, and AUTO's pick) vs zero-copy AllReduce +
+// RMSNorm kernel, 1 to 1024 tokens.  Speedups are against the unfused
 // sequence.  Output: CSV (argv[1]) and a table on stdout.
 #include "../examples/allreduce_rmsnorm.h"
 #include "../examples/gemm_allreduce.h"
@@ -17,7 +18,7 @@ int main(int argc, char** argv) {
   printf("%-3s %-14s %6s %6s %6s %10s %10s %10s %10s %10s %10s %10s %10s\n", "N", "what", "M", "N", "K", "gemm_only",
          "unfused", "epilogue", "fused", "fused_fp8", "unf_fp8", "vendor", "vendor+AR");
   const int Nf = 4096, Kf = 2048;  // per-rank K (row-parallel: K split across ranks)
-  for (int R : {2, 8}) {
+  for (int R : {2, 4, 8}) {
     rank_set rs;
     RK(rs.init(R));
     std::vector<vendor_gemm_handle> vh(R);
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
       CK(hipMalloc((void**)&s_all[r], 1024 * H * 2));
     }
     CK(rs.settle());
-    for (size_t T : {(size_t)1, (size_t)4, (size_t)16, (size_t)128, (size_t)1024}) {
+    for (size_t T : {(size_t)1, (size_t)4, (size_t)8, (size_t)16, (size_t)32, (size_t)64, (size_t)128, (size_t)1024}) {
       const double unf = time_graph(rs, [&](int r) {
         RK(rcclx_allreduce(&rs.comm[r], rcclx_comm_input(&rs.comm[r]), s_all[r], T * H, RCCLX_BFLOAT16, RCCLX_SUM,
                            RCCLX_ALGO_AUTO, rs.stream[r]));

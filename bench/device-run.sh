@@ -149,7 +149,7 @@ if want torch; then
   wait $jit_pid
   if [[ $(cat "$LOG/torch_jit.rc" 2>/dev/null) == 0 ]]; then status_lines+=("ok    (bg) torch_jit (cpp_extension build + AllReduce)"); else status_lines+=("FAIL:$(cat "$LOG/torch_jit.rc" 2>/dev/null) (bg) torch_jit"); rc=1; fi
 fi
-want bench_fusion && { step bench_fusion 90 ./$BIN/bench_fusion "$OUT/bench_fusion.csv" || rc=1; }
+want bench_fusion && { step bench_fusion 150 ./$BIN/bench_fusion "$OUT/bench_fusion.csv" || rc=1; }
 want fp8_bench && { step fp8_bench 90 python3 bench/fp8_bench.py ./$BIN/librcclx_fp8_capi.so "$OUT/fp8_bench.csv" || rc=1; }
 if want fp8_variants; then  # tuning variants of the FP8 kernels (bench/pack-devbin.sh), same bench
   for lib in ./$BIN/fp8v_*.so; do

@@ -10,8 +10,8 @@
 // producer (the GEMM) straight into the rank's registered input region
 // (rcclx_comm_input): no copy-in.  One kernel runs after the producer, in
 // one of three shapes (RCCLX_ALGO_AUTO: LL wherever one LL launch holds
-// the message, then as rcclx_allreduce chooses flat or tree, one-shot up to
-// the communicator's flat_max_bytes):
+// the message, then one-shot up to rmsnorm_one_shot_max_bytes, two-shot
+// above):
 //   LL (RCCLX_ALGO_LL): no barrier.  Each rank's x travels as tagged words
 //     (rcclx's flag-in-data protocol, rcclx/dda/ll.h) and a row is spread
 //     over several blocks, which trade their partial sums of squares the
@@ -451,15 +451,32 @@ __global__ void __launch_bounds__(RMSNORM_THREADS)
     rmsnorm_row<1>(loaded, row, nvec, residual_in, residual_out, weight, eps, out, out_fp8, out_scale, smem);
 }
 
+// AUTO's one-shot / two-shot switch for the fused kernel (bytes of one
+// rank's x): the one-shot reads every rank's x in every rank's kernel, so
+// it gives way to the two-shot sooner than rcclx_allreduce's flat and tree
+// do (comm->flat_max_bytes, which still caps it: RCCLX_FLAT_MAX_BYTES lowers
+// both).  Measured (bench/RESULTS.md, run 106: one H200, virtual ranks,
+// hidden 8192, us per call, one-shot / two-shot): 2 ranks, the one-shot
+// won at every size up to 16 MiB (83.5 / 84.9 there); 4 ranks, a tie at 1
+// MiB (13.48 / 13.50), the two-shot from 2 MiB (24.3 / 22.6; 165.9 / 151.2
+// at 16 MiB); 8 ranks, the two-shot from 128 KiB, the first size past LL
+// (11.11 / 11.00; 11.77 / 11.12 at 256 KiB; 17.7 / 14.6 at 512 KiB).
+// 3 and 5-7 ranks: by their neighbours.  ADAPT: re-measure on your links
+// (issue #7).
+static inline size_t rmsnorm_one_shot_max_bytes(int nranks, size_t flat_max_bytes) {
+  const size_t own = nranks <= 2 ? flat_max_bytes : nranks <= 4 ? ((size_t)1 << 20) : ((size_t)64 << 10);
+  return own < flat_max_bytes ? own : flat_max_bytes;
+}
+
 // Host side of the fused call.  x must already be in every rank's input
 // region (tokens * hidden bf16 <= region); hidden a multiple of 8 and at
 // most RMSNORM_MAX_HIDDEN; residual_in may equal residual_out (each thread
 // reads its residual before writing it); out_fp8 / out_scale may be NULL
 // (no FP8 output).  algo: RCCLX_ALGO_AUTO (LL wherever one LL launch holds
-// the message and its grid fits, else one-shot up to comm->flat_max_bytes
-// and two-shot above, as rcclx_allreduce), RCCLX_ALGO_LL (RCCLX_ERR_INVALID_ARGUMENT when the
-// message exceeds one LL launch, RCCLX_LL_MAX_BYTES, or its grid the
-// communicator's), RCCLX_ALGO_FLAT (one-shot) or RCCLX_ALGO_TREE
+// the message and its grid fits, else one-shot up to
+// rmsnorm_one_shot_max_bytes and two-shot above), RCCLX_ALGO_LL
+// (RCCLX_ERR_INVALID_ARGUMENT when the message exceeds one LL launch,
+// RCCLX_LL_MAX_BYTES, or its grid the communicator's), RCCLX_ALGO_FLAT (one-shot) or RCCLX_ALGO_TREE
 // (two-shot); every rank must pass the same tokens, hidden and algo (else
 // RCCLX_ERR_RANK_MISMATCH from rcclx_comm_check, and the call leaves its
 // outputs unwritten; after a mismatch in an LL call the communicators must
@@ -482,13 +499,16 @@ static inline rcclx_status allreduce_rmsnorm(rcclx_comm* comm, size_t tokens, si
   // 0: one-shot, 1: two-shot, 2: LL.  AUTO takes LL wherever one LL
   // launch holds the message (unless the communicator has LL switched off,
   // ll_max_bytes 0): it beat the unfused sequence and both barrier shapes
-  // at every such point measured (bench/RESULTS.md, run 99: 1 and 4 tokens
-  // of 8192 at 2 and 8 virtual ranks), also where rcclx_allreduce's own
-  // switch (16 KiB at 8 ranks) would not take LL: the fused one-shot pays
-  // two barriers.  ADAPT: re-measure on your links (issue #7).
+  // at every such point measured (bench/RESULTS.md, runs 99 and 106: 1 and
+  // 4 tokens of 8192 at 2, 4 and 8 virtual ranks), also where
+  // rcclx_allreduce's own switch (16 KiB at 8 ranks) would not take LL: the
+  // fused one-shot pays two barriers.  ADAPT: re-measure on your links
+  // (issue #7).
   int shape = 2;
-  if (algo != RCCLX_ALGO_LL && !(algo == RCCLX_ALGO_AUTO && warps && comm->ll_max_bytes > 0))
-    shape = rcclx_allreduce_choose(algo, bytes, comm->flat_max_bytes) == RCCLX_ALGO_TREE ? 1 : 0;
+  if (algo != RCCLX_ALGO_LL && !(algo == RCCLX_ALGO_AUTO && warps && comm->ll_max_bytes > 0)) {
+    const size_t one_shot_max = rmsnorm_one_shot_max_bytes(v.nranks, comm->flat_max_bytes);
+    shape = rcclx_allreduce_choose(algo, bytes, one_shot_max) == RCCLX_ALGO_TREE ? 1 : 0;
+  }
   const uint64_t parts[3] = {(uint64_t)tokens, (uint64_t)hidden, (uint64_t)shape};
   const uint32_t sig = rcclx_fingerprint(parts, 3);
   int prev = 0;  // the launch goes to the rank's GPU, whichever is current

@@ -461,11 +461,18 @@ TEST_CASE("fusion: AllReduce + residual + RMSNorm (+FP8), LL == one-shot == two-
       run(1, 8192, true, algo);     // LL: 16 blocks a row, the FP8 maximum traded between them
       run(4, 8192, false, algo);    // LL at 2 ranks: 64 KiB, the whole LL buffer and 64 blocks
     }
-    rmsnorm_case(rs, 33, 8192, false, RCCLX_ALGO_AUTO, rng);  // two-shot at 8 ranks (flat_max_bytes 512 KiB)
+    rmsnorm_case(rs, 33, 8192, false, RCCLX_ALGO_AUTO, rng);  // 528 KiB: two-shot at 8 ranks, one-shot at 2
     rmsnorm_case(rs, 2, 8192, false, RCCLX_ALGO_AUTO, rng);   // LL (at 8 ranks 4 warps a block)
     rmsnorm_case(rs, 1, 8192, false, RCCLX_ALGO_AUTO, rng);   // LL
-    rmsnorm_case(rs, 16, 8192, false, RCCLX_ALGO_AUTO, rng);  // one-shot: beyond one LL launch
+    rmsnorm_case(rs, 16, 8192, false, RCCLX_ALGO_AUTO, rng);  // beyond one LL launch: two-shot at 8, one-shot at 2
   }
+  // AUTO's one-shot / two-shot switch: the measured sizes, capped by the
+  // communicator's flat / tree switch.
+  CHECK(rmsnorm_one_shot_max_bytes(2, (size_t)256 << 20) == (size_t)256 << 20);
+  CHECK(rmsnorm_one_shot_max_bytes(4, (size_t)256 << 20) == (size_t)1 << 20);
+  CHECK(rmsnorm_one_shot_max_bytes(8, (size_t)512 << 10) == (size_t)64 << 10);
+  CHECK(rmsnorm_one_shot_max_bytes(4, (size_t)512 << 10) == (size_t)512 << 10);
+  CHECK(rmsnorm_one_shot_max_bytes(8, (size_t)4 << 10) == (size_t)4 << 10);
   rank_set rs;
   REQUIRE(rs.init(2) == RCCLX_SUCCESS);
   rcclx_bf16* p = poisoned<rcclx_bf16>(64);
