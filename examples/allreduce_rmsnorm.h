@@ -471,13 +471,13 @@ static inline size_t rmsnorm_one_shot_max_bytes(int nranks, size_t flat_max_byte
 // Host side of the fused call.  x must already be in every rank's input
 // region (tokens * hidden bf16 <= region); hidden a multiple of 8 and at
 // most RMSNORM_MAX_HIDDEN; residual_in may equal residual_out (each thread
-// reads its residual before writing it); out_fp8 / out_scale may be NULL
-// (no FP8 output).  algo: RCCLX_ALGO_AUTO (LL wherever one LL launch holds
-// the message and its grid fits, else one-shot up to
-// rmsnorm_one_shot_max_bytes and two-shot above), RCCLX_ALGO_LL
-// (RCCLX_ERR_INVALID_ARGUMENT when the message exceeds one LL launch,
-// RCCLX_LL_MAX_BYTES, or its grid the communicator's), RCCLX_ALGO_FLAT (one-shot) or RCCLX_ALGO_TREE
-// (two-shot); every rank must pass the same tokens, hidden and algo (else
+// reads its residual before writing it); out_fp8 / out_scale may be NULL (no
+// FP8 output).  algo: RCCLX_ALGO_AUTO (LL wherever one LL launch holds the
+// message and its grid fits, else one-shot up to rmsnorm_one_shot_max_bytes
+// and two-shot above), RCCLX_ALGO_LL (RCCLX_ERR_INVALID_ARGUMENT when the
+// message exceeds one LL launch, RCCLX_LL_MAX_BYTES, or its grid the
+// communicator's), RCCLX_ALGO_FLAT (one-shot) or RCCLX_ALGO_TREE (two-shot);
+// every rank must pass the same tokens, hidden and algo (else
 // RCCLX_ERR_RANK_MISMATCH from rcclx_comm_check, and the call leaves its
 // outputs unwritten; after a mismatch in an LL call the communicators must
 // be rebuilt, as rcclx/dda/ll.h says).
