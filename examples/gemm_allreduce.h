@@ -249,13 +249,16 @@ static inline rcclx_status gemm_allreduce_fused(rcclx_comm* comm, const rcclx_bf
   if ((size_t)M * N * 2 > v.region_bytes || tiles > RCCLX_MAX_TILES) return RCCLX_ERR_BUFFER_TOO_SMALL;
   // Persistent grid: a tile per block up to what may be co-resident with
   // the other ranks' grids (ADAPT: your kernel and block size).
-  const void* k = v.nranks <= 4 ? (const void*)gemm_allreduce_fused_kernel<4> : (const void*)gemm_allreduce_fused_kernel<8>;
-  static rcclx_occupancy_memo memo[2];  // one per kernel: the runtime is asked once per device
+  // One kernel per rank-count bound (NMAX 4 or 8), chosen once; one memo
+  // per kernel: the runtime is asked once per device.
+  const int big = v.nranks > 4;
+  void (*const kernel)(rcclx_dev_comm, const rcclx_bf16*, const rcclx_bf16*, rcclx_bf16*, int, int, int) =
+      big ? gemm_allreduce_fused_kernel<8> : gemm_allreduce_fused_kernel<4>;
+  static rcclx_occupancy_memo memo[2];
   int grid = 0;
-  RCCLX_TRY(rcclx_comm_persistent_grid(comm, k, GEMM_THREADS, tiles, &memo[v.nranks > 4], &grid));
+  RCCLX_TRY(rcclx_comm_persistent_grid(comm, (const void*)kernel, GEMM_THREADS, tiles, &memo[big], &grid));
   int prev = 0;  // the launch goes to the rank's GPU, whichever is current
   RCCLX_TRY(rcclx_comm_use_device(comm, &prev));
-  if (v.nranks <= 4) gemm_allreduce_fused_kernel<4><<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);
-  else gemm_allreduce_fused_kernel<8><<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);
+  kernel<<<grid, GEMM_THREADS, 0, stream>>>(v, X, W, out, M, N, K);
   return rcclx_comm_launched(prev);
 }
