@@ -275,7 +275,7 @@ typedef struct rcclx_config {
 #define RCCLX_LL_PUSH_OFF 1
 #define RCCLX_LL_PUSH_ON 2
 
-typedef enum { RCCLX_COMM_LOCAL = 1, RCCLX_COMM_IPC = 2 } rcclx_comm_kind;
+typedef enum : int { RCCLX_COMM_LOCAL = 1, RCCLX_COMM_IPC = 2 } rcclx_comm_kind;
 
 /* A GPU's place on the PCI bus: how one process per rank (IPC) finds the
  * ranks that share its GPU, which decides the grid (co-residency) and

@@ -3,7 +3,7 @@
 
 #include <rcclx/platform.h>
 
-typedef enum rcclx_status {
+typedef enum rcclx_status : int {
   RCCLX_SUCCESS = 0,
   RCCLX_ERR_NULL_POINTER,      /* a required pointer is NULL */
   RCCLX_ERR_MISALIGNED,        /* a pointer or size breaks its alignment rule */

@@ -10,14 +10,20 @@
 #include <rcclx/platform.h>
 #include <string.h>
 
-typedef enum rcclx_dtype {
+/* Every enum of the public API has int as its underlying type, so any int
+ * a caller passes (from C, Python or another compiler's build) is a value
+ * of the type and the checks that reject it are well defined: without a
+ * fixed type C++ makes an out-of-range value undefined, and -fstrict-enums
+ * lets the compiler drop those checks.  It also fixes the types' size in
+ * the structs that carry them. */
+typedef enum rcclx_dtype : int {
   RCCLX_FLOAT32 = 0,
   RCCLX_FLOAT16 = 1,
   RCCLX_BFLOAT16 = 2,
   RCCLX_DTYPE_COUNT
 } rcclx_dtype;
 
-typedef enum rcclx_op {
+typedef enum rcclx_op : int {
   RCCLX_SUM = 0,
   RCCLX_MAX = 1, /* fmaxf semantics: a NaN operand is ignored */
   RCCLX_MIN = 2, /* fminf semantics */

@@ -4,7 +4,7 @@
 
 #include <rcclx/comm.h>
 
-typedef enum {
+typedef enum : int {
   RCCLX_ALGO_AUTO = 0, /* by size: LL, flat, tree (rcclx_dda_resolve) */
   RCCLX_ALGO_FLAT = 1, /* one-shot: every rank reads every peer; one barrier */
   RCCLX_ALGO_TREE = 2, /* two-shot: reduce-scatter + all-gather; two barriers */

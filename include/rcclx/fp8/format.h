@@ -28,7 +28,7 @@
 
 #include <rcclx/types.h>
 
-typedef enum {
+typedef enum : int {
   RCCLX_FP8_E4M3FN = 0,
   RCCLX_FP8_E4M3FNUZ = 1,
   RCCLX_FP8_E5M2 = 2,

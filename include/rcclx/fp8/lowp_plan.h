@@ -19,7 +19,7 @@
 #include <rcclx/comm.h>
 #include <rcclx/fp8/pack.h>
 
-typedef enum {
+typedef enum : int {
   RCCLX_LOWP_ALLREDUCE_FLAT = 0, /* quantize, barrier, every rank sums all */
   RCCLX_LOWP_ALLREDUCE_TREE = 1, /* quantize, barrier, sum own shard and
                                     re-quantize it, barrier, gather */
@@ -150,7 +150,7 @@ RCCLX_HOST rcclx_status rcclx_lowp_check(const rcclx_dev_comm* v, rcclx_lowp_kin
  * A communicator reads them once, when it is created (rcclx_comm.lowp,
  * rcclx_lowp_switches_from_env); rcclx_lowp_enabled, rcclx_wire_from_env
  * and rcclx_wire_for read the environment as it is now. */
-typedef enum {
+typedef enum : int {
   RCCLX_COLL_ALLREDUCE = 0,
   RCCLX_COLL_REDUCE_SCATTER = 1,
   RCCLX_COLL_ALLGATHER = 2,

@@ -41,7 +41,7 @@
 
 #include <rcclx/fp8/format.h>
 
-typedef enum {
+typedef enum : int {
   RCCLX_SCALE_F32 = 0,  /* fp32 absmax / fmax, 4 bytes per block */
   RCCLX_SCALE_E8M0 = 1, /* power of two, 1 byte per block */
   RCCLX_SCALE_KIND_COUNT
