@@ -65,19 +65,24 @@ __device__ __forceinline__ int gemm_b_pair(void) { return (int)threadIdx.x % 8 +
 __device__ __forceinline__ int gemm_b_piece(void) { return (int)threadIdx.x / 8 % 8; }
 
 // Stage k0..k0+GEMM_BK of X's rows tm*BM.. and W's columns tn*BN.. into
-// registers; rows past M and k past K read as zero.
+// registers; rows past M and k past K read as zero.  The edges are masked
+// loads, not branches (rcclx_ld16_or_zero): with a branch around a load the
+// compiler can no longer count the loads in flight, and on CDNA it waited
+// for both stages at the top of the pipeline.  Offsets from the tile's
+// first row and the stage's first k (gemm_check keeps them below 2^31).
 __device__ __forceinline__ void gemm_load_stage(gemm_stage& st, const rcclx_bf16* X, const rcclx_bf16* W, int M, int N,
                                                 int K, int tm, int tn, int k0) {
-  const rcclx_vec16 zero = {{0u, 0u, 0u, 0u}};
+  const rcclx_bf16* xt = X + (size_t)tm * GEMM_BM * K;
+  const rcclx_bf16* wt = W + (size_t)(k0 < K ? k0 : K) * N + tn * GEMM_BN;  // k0 >= K: every lane masked
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int c = (int)threadIdx.x + GEMM_THREADS * i, row = tm * GEMM_BM + c / 8, k = k0 + 8 * (c % 8);
-    st.a[i] = row < M && k < K ? rcclx_ld16(X + (size_t)row * K + k) : zero;
+    const int c = (int)threadIdx.x + GEMM_THREADS * i, r = c / 8, k = k0 + 8 * (c % 8);
+    st.a[i] = rcclx_ld16_or_zero(xt, (uint32_t)(r * K + k) * 2u, tm * GEMM_BM + r < M && k < K);
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int k = k0 + 2 * gemm_b_pair() + i;
-    st.b[i] = k < K ? rcclx_ld16(W + (size_t)k * N + tn * GEMM_BN + 8 * gemm_b_piece()) : zero;
+    const int dk = 2 * gemm_b_pair() + i;
+    st.b[i] = rcclx_ld16_or_zero(wt, (uint32_t)(dk * N + 8 * gemm_b_piece()) * 2u, k0 + dk < K);
   }
 }
 
@@ -140,20 +145,28 @@ __device__ __forceinline__ void gemm_tile_compute(const rcclx_bf16* X, const rcc
       for (int e = 0; e < RCCLX_MMA_ELEMS; ++e) acc[i][j][e] = 0.0f;
   // Two stages in flight: s0 holds the even stages, s1 the odd ones; a
   // stage's registers are refilled right after they reach shared memory.
-  const int stages = (K + GEMM_BK - 1) / GEMM_BK;
+  // No load sits under a branch (see gemm_load_stage): the stages come in
+  // pairs, and the loads past K are masked off (no memory touched), so an
+  // odd stage count multiplies one stage of zeros.  The scheduling fences
+  // keep s0's loads ahead of s1's and each stage's work after the previous
+  // one, so the loads land in the order they are used and CDNA's compiler
+  // waits for one stage (s_waitcnt vmcnt(4)), not both.
+  const int pairs = (K + 2 * GEMM_BK - 1) / (2 * GEMM_BK);
   gemm_stage s0, s1;
   const auto step = [&](gemm_stage& st, int s) {  // stage s, held in st
+    rcclx_sched_barrier();
     gemm_store_stage(st, As, Bs);
     __syncthreads();
-    if (s + 2 < stages) gemm_load_stage(st, X, W, M, N, K, tm, tn, (s + 2) * GEMM_BK);
+    gemm_load_stage(st, X, W, M, N, K, tm, tn, (s + 2) * GEMM_BK);
     gemm_mma_stage(acc, As, Bs);
     __syncthreads();
   };
   gemm_load_stage(s0, X, W, M, N, K, tm, tn, 0);
-  if (stages > 1) gemm_load_stage(s1, X, W, M, N, K, tm, tn, GEMM_BK);
-  for (int s = 0; s < stages; s += 2) {
-    step(s0, s);
-    if (s + 1 < stages) step(s1, s + 1);
+  rcclx_sched_barrier();
+  gemm_load_stage(s1, X, W, M, N, K, tm, tn, GEMM_BK);
+  for (int p = 0; p < pairs; ++p) {
+    step(s0, 2 * p);
+    step(s1, 2 * p + 1);
   }
   const int r0 = gemm_warp_row(), c0 = gemm_warp_col(), lane = rcclx_mma_lane();
 #pragma unroll
@@ -220,11 +233,14 @@ __global__ void __launch_bounds__(GEMM_THREADS)
 }
 
 // Host checks shared by the three ways.  N a multiple of GEMM_BN, K of 8
-// (16-byte rows); pointers 16-byte aligned.
+// (16-byte rows), both at most 2^24 (a stage's load offsets, in bytes from
+// the tile's first row or the stage's first k, stay below 2^31); pointers
+// 16-byte aligned.
 static inline rcclx_status gemm_check(const void* X, const void* W, const void* Y, int M, int N, int K) {
   if (!X || !W || !Y) return RCCLX_ERR_NULL_POINTER;
   if (((uintptr_t)X | (uintptr_t)W | (uintptr_t)Y) & 15u) return RCCLX_ERR_MISALIGNED;
-  if (M < 1 || N < GEMM_BN || K < 8 || N % GEMM_BN || K % 8) return RCCLX_ERR_INVALID_COUNT;
+  if (M < 1 || N < GEMM_BN || K < 8 || N % GEMM_BN || K % 8 || N > (1 << 24) || K > (1 << 24))
+    return RCCLX_ERR_INVALID_COUNT;
   return RCCLX_SUCCESS;
 }
 

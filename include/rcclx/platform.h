@@ -68,9 +68,9 @@
 /* Host-only helper functions in headers. */
 #define RCCLX_HOST static inline
 
-/* fmaxf / fminf / fabsf / fmaf / sqrtf that lower
- * to the chip's instructions everywhere (HIP's math wrappers would call into
- * the device libraries, which CI's ISA build does not link). */
+/* fmaxf / fminf / fabsf / fmaf / sqrtf that lower to the chip's
+ * instructions everywhere (HIP's math wrappers call into the device
+ * libraries' ocml, which CI's ISA build does not link). */
 #if defined(RCCLX_PLATFORM_HIP)
 #  define rcclx_fmaxf __builtin_fmaxf
 #  define rcclx_fminf __builtin_fminf
@@ -237,18 +237,31 @@ static inline int rcclx_pdl_supported(int device) {
 #endif
 
 /* ---- device primitives -------------------------------------------------
- * Each architecture file defines, for the device pass only:
+ * Each architecture file defines, for the device pass only (the memory
+ * primitives take pointers to global memory, this GPU's or a peer's, never
+ * to shared memory):
  *
  *   RCCLX_WARP_SIZE                      64 on CDNA, 32 on NVIDIA
  *   rcclx_st_release_sys_u32(p, v)       store, release, system scope
  *   rcclx_ld_acquire_sys_u32(p)          load, acquire, system scope
  *   rcclx_ld_relaxed_sys_u32(p)          load, relaxed (volatile), system scope
  *   rcclx_fence_acq_rel_sys()            acquire+release fence, system scope
+ *   rcclx_ld_volatile_u32(p)             load afresh, no ordering (a counter
+ *                                        this rank's earlier kernel wrote)
+ *   rcclx_st_u32(p, v)                   plain store (such a counter)
  *   rcclx_st_release_dev_u32(p, v)       the same at device (agent) scope,
  *   rcclx_ld_acquire_dev_u32(p)          for ranks that all share one GPU
  *   rcclx_st_release_{sys,dev}_u64       the same orderings and scopes on
  *   rcclx_ld_acquire_{sys,dev}_u64       8-byte aligned 64-bit words
  *   rcclx_ld16(p) / rcclx_st16(p, v)     plain 16-byte load / store
+ *   rcclx_sched_barrier()                the compiler schedules nothing across
+ *                                        it (instruction order only, no
+ *                                        memory ordering)
+ *   rcclx_ld16_or_zero(base, off, ok)    the 16 bytes at base + off where ok,
+ *                                        else zero, with no branch (a tile's
+ *                                        edge); base the same in every lane
+ *                                        of the warp, off a multiple of 16
+ *                                        below 2^31
  *   rcclx_ld16_volatile(p)               16-byte load that is never cached
  *                                        or merged (spin-on-data protocols)
  *   rcclx_ld16_relaxed_dev(p)            the same, coherent at device scope

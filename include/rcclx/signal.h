@@ -40,7 +40,7 @@ RCCLX_DEVICE void rcclx_record_error(const rcclx_dev_comm& c, rcclx_status s, in
  * recorded it, so all skip alike.  A volatile load, meant to be issued
  * with the call's other counters. */
 RCCLX_DEVICE uint32_t rcclx_error_unread(const rcclx_dev_comm& c) {
-  return *(const volatile uint32_t*)&c.sigs[c.rank]->error.status;
+  return rcclx_ld_volatile_u32(&c.sigs[c.rank]->error.status);
 }
 
 /* The watchdog's part of one spin iteration: with c.watchdog_ns set, reads
@@ -112,7 +112,7 @@ typedef struct rcclx_barrier {
 RCCLX_DEVICE rcclx_barrier rcclx_barrier_open(const rcclx_dev_comm& c, int slot) {
   rcclx_barrier b;
   b.slot = slot;
-  b.epoch = *(const volatile uint32_t*)&c.sigs[c.rank]->slot[slot].epoch;
+  b.epoch = rcclx_ld_volatile_u32(&c.sigs[c.rank]->slot[slot].epoch);
   return b;
 }
 
@@ -180,7 +180,7 @@ RCCLX_HOST_DEVICE rcclx_call_card rcclx_no_card(void) {
 /* Writes the session's epoch back for the next kernel.  Every thread calls
  * it after the kernel's last barrier on the slot. */
 RCCLX_DEVICE void rcclx_barrier_close(const rcclx_dev_comm& c, const rcclx_barrier* b) {
-  if (threadIdx.x == 0) c.sigs[c.rank]->slot[b->slot].epoch = b->epoch;
+  if (threadIdx.x == 0) rcclx_st_u32(&c.sigs[c.rank]->slot[b->slot].epoch, b->epoch);
 }
 
 /* Lets the stream's next kernel be scheduled (programmatic dependent

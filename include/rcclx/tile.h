@@ -47,7 +47,7 @@
 /* Epoch of this rank's next publication of tile t.  Every thread may call
  * it; it reads only this rank's own counter. */
 RCCLX_DEVICE uint32_t rcclx_tile_begin(const rcclx_dev_comm& c, int t) {
-  return *(volatile const uint32_t*)&c.sigs[c.rank]->tile_epoch[t] + 1u;
+  return rcclx_ld_volatile_u32(&c.sigs[c.rank]->tile_epoch[t]) + 1u;
 }
 
 /* Publish tile t at epoch e to every rank (this rank included). */
@@ -72,7 +72,7 @@ RCCLX_DEVICE int rcclx_tile_wait(const rcclx_dev_comm& c, int t, uint32_t e) {
 RCCLX_DEVICE void rcclx_tile_done(const rcclx_dev_comm& c, int t, uint32_t e) {
   __syncthreads(); /* the block's reads of tile t happen before the releases */
   if ((int)threadIdx.x < c.nranks) rcclx_flag_release(c, &c.sigs[threadIdx.x]->tile_done[t][c.rank], e);
-  if (threadIdx.x == 0) c.sigs[c.rank]->tile_epoch[t] = e;
+  if (threadIdx.x == 0) rcclx_st_u32(&c.sigs[c.rank]->tile_epoch[t], e);
   __syncthreads();
 }
 

@@ -15,18 +15,29 @@
 
 typedef uint32_t rcclx_amd_v4u __attribute__((ext_vector_type(4)));
 
+/* Every memory primitive below takes a pointer to global memory (this
+ * GPU's or a peer's, mapped), never to shared memory, as the `.global`
+ * instructions of the CUDA ones require.  Seen through the global address
+ * space, accesses lower to global_* instead of flat_* instructions.  A
+ * flat access may be one to shared memory, so it counts against both
+ * vmcnt and lgkmcnt, cannot take an SGPR base, and once one is in a kernel
+ * the compiler's waits around it grow conservative: one flat counter read
+ * in the fused GEMM made it wait for every load in flight (s_waitcnt
+ * vmcnt(0)) at the top of each k step. */
+#define RCCLX_AMD_GLOBAL(T, p) ((__attribute__((address_space(1))) T*)(p))
+
 /* System scope ("" in clang's AMDGPU sync scopes) is what peers on other
  * GPUs need.  On gfx942 a release lowers to `buffer_wbl2 sc0 sc1` before an
  * `sc0 sc1` store, an acquire to an `sc0 sc1` load followed by
  * `buffer_inv sc0 sc1`; CI greps the ISA for exactly that. */
 RCCLX_DEVICE void rcclx_st_release_sys_u32(uint32_t* p, uint32_t v) {
-  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+  __hip_atomic_store(RCCLX_AMD_GLOBAL(uint32_t, p), v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 RCCLX_DEVICE uint32_t rcclx_ld_acquire_sys_u32(const uint32_t* p) {
-  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+  return __hip_atomic_load(RCCLX_AMD_GLOBAL(const uint32_t, p), __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 RCCLX_DEVICE uint32_t rcclx_ld_relaxed_sys_u32(const uint32_t* p) {
-  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  return __hip_atomic_load(RCCLX_AMD_GLOBAL(const uint32_t, p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 RCCLX_DEVICE void rcclx_fence_acq_rel_sys(void) {
   __builtin_amdgcn_fence(__ATOMIC_ACQ_REL, "");
@@ -34,38 +45,43 @@ RCCLX_DEVICE void rcclx_fence_acq_rel_sys(void) {
 /* Agent scope: enough when every rank runs on this one GPU (all its XCDs;
  * gfx942 release is `buffer_wbl2 sc1`, acquire `buffer_inv sc1`). */
 RCCLX_DEVICE void rcclx_st_release_dev_u32(uint32_t* p, uint32_t v) {
-  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+  __hip_atomic_store(RCCLX_AMD_GLOBAL(uint32_t, p), v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
 }
 RCCLX_DEVICE uint32_t rcclx_ld_acquire_dev_u32(const uint32_t* p) {
-  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+  return __hip_atomic_load(RCCLX_AMD_GLOBAL(const uint32_t, p), __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
 }
+
+/* A counter in global memory, read afresh (volatile: no ordering). */
+RCCLX_DEVICE uint32_t rcclx_ld_volatile_u32(const uint32_t* p) { return *RCCLX_AMD_GLOBAL(const volatile uint32_t, p); }
+/* A plain store of such a counter. */
+RCCLX_DEVICE void rcclx_st_u32(uint32_t* p, uint32_t v) { *RCCLX_AMD_GLOBAL(uint32_t, p) = v; }
 
 /* 64-bit words (a barrier's arrival: epoch and fingerprint together), the
  * same orderings and scopes. */
 RCCLX_DEVICE void rcclx_st_release_sys_u64(uint64_t* p, uint64_t v) {
-  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+  __hip_atomic_store(RCCLX_AMD_GLOBAL(uint64_t, p), v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 RCCLX_DEVICE uint64_t rcclx_ld_acquire_sys_u64(const uint64_t* p) {
-  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+  return __hip_atomic_load(RCCLX_AMD_GLOBAL(const uint64_t, p), __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 RCCLX_DEVICE void rcclx_st_release_dev_u64(uint64_t* p, uint64_t v) {
-  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+  __hip_atomic_store(RCCLX_AMD_GLOBAL(uint64_t, p), v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
 }
 RCCLX_DEVICE uint64_t rcclx_ld_acquire_dev_u64(const uint64_t* p) {
-  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+  return __hip_atomic_load(RCCLX_AMD_GLOBAL(const uint64_t, p), __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
 }
 /* Relaxed 64-bit words (the LL protocol's tagged data: single-copy atomic). */
 RCCLX_DEVICE void rcclx_st_relaxed_sys_u64(uint64_t* p, uint64_t v) {
-  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  __hip_atomic_store(RCCLX_AMD_GLOBAL(uint64_t, p), v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 RCCLX_DEVICE uint64_t rcclx_ld_relaxed_sys_u64(const uint64_t* p) {
-  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  return __hip_atomic_load(RCCLX_AMD_GLOBAL(const uint64_t, p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 RCCLX_DEVICE void rcclx_st_relaxed_dev_u64(uint64_t* p, uint64_t v) {
-  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  __hip_atomic_store(RCCLX_AMD_GLOBAL(uint64_t, p), v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
 RCCLX_DEVICE uint64_t rcclx_ld_relaxed_dev_u64(const uint64_t* p) {
-  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  return __hip_atomic_load(RCCLX_AMD_GLOBAL(const uint64_t, p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
 /* Two such words at once (a 16-byte aligned pair). */
 RCCLX_DEVICE void rcclx_st_relaxed_sys_u64x2(uint64_t* p, uint64_t a, uint64_t b) {
@@ -96,20 +112,33 @@ RCCLX_DEVICE rcclx_vec16 rcclx_amd_from_v4u(rcclx_amd_v4u x) {
   return r;
 }
 RCCLX_DEVICE rcclx_vec16 rcclx_ld16(const void* p) {
-  return rcclx_amd_from_v4u(*(const rcclx_amd_v4u*)p);
+  return rcclx_amd_from_v4u(*RCCLX_AMD_GLOBAL(const rcclx_amd_v4u, p));
 }
 RCCLX_DEVICE rcclx_vec16 rcclx_ld16_volatile(const void* p) {
-  return rcclx_amd_from_v4u(*(const volatile rcclx_amd_v4u*)p);
+  return rcclx_amd_from_v4u(*RCCLX_AMD_GLOBAL(const volatile rcclx_amd_v4u, p));
 }
 /* No device-scope 16-byte coherent load in clang's builtins: the volatile
  * (system-coherent) one serves. */
 RCCLX_DEVICE rcclx_vec16 rcclx_ld16_relaxed_dev(const void* p) { return rcclx_ld16_volatile(p); }
 RCCLX_DEVICE rcclx_vec16 rcclx_ld16_nt(const void* p) {
-  return rcclx_amd_from_v4u(__builtin_nontemporal_load((const rcclx_amd_v4u*)p));
+  return rcclx_amd_from_v4u(__builtin_nontemporal_load(RCCLX_AMD_GLOBAL(const rcclx_amd_v4u, p)));
 }
+/* A raw buffer load (CDNA's V#: base, no stride, 2^31 bytes in range,
+ * gfx9's 32-bit data format in the last dword): a lane whose offset is out
+ * of range reads zero and touches no memory, and nothing branches around
+ * the load, so the compiler keeps counting the loads in flight (a load
+ * under a branch that may skip it made it wait for all of them: s_waitcnt
+ * vmcnt(0) at the top of the example GEMM's pipeline). */
+RCCLX_DEVICE rcclx_vec16 rcclx_ld16_or_zero(const void* base, uint32_t off, int ok) {
+  const __amdgpu_buffer_rsrc_t r = __builtin_amdgcn_make_buffer_rsrc((void*)base, 0, (int)0x80000000u, 0x00020000);
+  return rcclx_amd_from_v4u(__builtin_amdgcn_raw_buffer_load_b128(r, ok ? off : 0x80000000u, 0, 0));
+}
+/* The compiler's scheduler moves nothing across this point (no memory
+ * ordering: instruction order only). */
+RCCLX_DEVICE void rcclx_sched_barrier(void) { __builtin_amdgcn_sched_barrier(0); }
 RCCLX_DEVICE void rcclx_st16(void* p, rcclx_vec16 v) {
   rcclx_amd_v4u x = {v.w[0], v.w[1], v.w[2], v.w[3]};
-  *(rcclx_amd_v4u*)p = x;
+  *RCCLX_AMD_GLOBAL(rcclx_amd_v4u, p) = x;
 }
 
 RCCLX_DEVICE float rcclx_shfl_xor_f32(float v, int mask, int width) {

@@ -28,6 +28,11 @@ RCCLX_CUDA_LD_ORDERED(rcclx_ld_acquire_sys_u32, uint32_t, "ld.acquire.sys.global
 RCCLX_CUDA_LD_ORDERED(rcclx_ld_relaxed_sys_u32, uint32_t, "ld.relaxed.sys.global.u32", "r")
 RCCLX_CUDA_ST_ORDERED(rcclx_st_release_dev_u32, uint32_t, "st.release.gpu.global.u32", "r")
 RCCLX_CUDA_LD_ORDERED(rcclx_ld_acquire_dev_u32, uint32_t, "ld.acquire.gpu.global.u32", "r")
+/* A counter in global memory, read afresh (volatile: no ordering; a plain
+ * C load, so the compiler may still schedule it beside others). */
+RCCLX_DEVICE uint32_t rcclx_ld_volatile_u32(const uint32_t* p) { return *(const volatile uint32_t*)p; }
+/* A plain store of such a counter (a C store). */
+RCCLX_DEVICE void rcclx_st_u32(uint32_t* p, uint32_t v) { *p = v; }
 /* 64-bit words (a barrier's arrival: epoch and fingerprint together). */
 RCCLX_CUDA_ST_ORDERED(rcclx_st_release_sys_u64, uint64_t, "st.release.sys.global.u64", "l")
 RCCLX_CUDA_LD_ORDERED(rcclx_ld_acquire_sys_u64, uint64_t, "ld.acquire.sys.global.u64", "l")
@@ -94,6 +99,15 @@ RCCLX_CUDA_LD16(rcclx_ld16_volatile, "ld.volatile.global.v4.u32")
 RCCLX_CUDA_LD16(rcclx_ld16_relaxed_dev, "ld.relaxed.gpu.global.v4.u32")
 RCCLX_CUDA_LD16(rcclx_ld16_nt, "ld.global.cs.v4.u32")
 #undef RCCLX_CUDA_LD16
+/* Predicated: the compiler counts each load's registers on its own, so a
+ * load under a condition costs nothing else here. */
+RCCLX_DEVICE rcclx_vec16 rcclx_ld16_or_zero(const void* base, uint32_t off, int ok) {
+  const rcclx_vec16 zero = {{0u, 0u, 0u, 0u}};
+  return ok ? rcclx_ld16((const char*)base + off) : zero;
+}
+/* A scheduling fence for CDNA's compiler (rcclx/platform.h); nvcc tracks
+ * each load's registers on its own and needs none. */
+RCCLX_DEVICE void rcclx_sched_barrier(void) {}
 RCCLX_DEVICE void rcclx_st16(void* p, rcclx_vec16 v) {
   asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.w[0]),
                "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3])

@@ -66,7 +66,7 @@ RCCLX_DEVICE void rcclx_dda_copy_in(const T* send, char* dst, size_t n, size_t n
 RCCLX_DEVICE rcclx_dda_call rcclx_dda_open_call(const rcclx_dev_comm& c) {
   rcclx_grid_dependency_wait();
   rcclx_dda_call k;
-  k.call = *(const volatile uint32_t*)&c.sigs[c.rank]->slot[blockIdx.x].calls;
+  k.call = rcclx_ld_volatile_u32(&c.sigs[c.rank]->slot[blockIdx.x].calls);
   k.bar = rcclx_barrier_open(c, (int)blockIdx.x);
   k.failed = rcclx_error_unread(c);
   k.nvec = 0;
@@ -95,7 +95,7 @@ RCCLX_DEVICE rcclx_dda_call rcclx_dda_begin_call(const rcclx_dev_comm& c, const 
 /* Ends the call: the barrier session and the call count written back. */
 RCCLX_DEVICE void rcclx_dda_finish_call(const rcclx_dev_comm& c, const rcclx_dda_call* k) {
   rcclx_barrier_close(c, &k->bar);
-  if (threadIdx.x == 0) c.sigs[c.rank]->slot[blockIdx.x].calls = k->call + 1u;
+  if (threadIdx.x == 0) rcclx_st_u32(&c.sigs[c.rank]->slot[blockIdx.x].calls, k->call + 1u);
 }
 
 /* The first barrier of a call, with the call cards in DIRECT mode.

@@ -283,7 +283,7 @@ RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t 
   }
   const int r = rcclx_barrier_block(c, b, sig);
   if (r == RCCLX_BARRIER_OK)
-    rcclx_ll_for_block_slots(c, [&](int s) { c.sigs[c.rank]->slot[s].ll_cleaned[buf] = k; });
+    rcclx_ll_for_block_slots(c, [&](int s) { rcclx_st_u32(&c.sigs[c.rank]->slot[s].ll_cleaned[buf], k); });
   return r;
 }
 
@@ -329,9 +329,10 @@ typedef struct rcclx_ll_shared {
 template <typename Owner>
 RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, rcclx_ll_shared* sh, const Owner& owner,
                                rcclx_ll_call* call) {
-  const volatile rcclx_slot_counters* ctr = &c.sigs[c.rank]->slot[blockIdx.x];
+  const rcclx_slot_counters* ctr = &c.sigs[c.rank]->slot[blockIdx.x];
   const uint32_t failed = rcclx_error_unread(c);
-  const uint32_t k = ctr->ll_calls, cleaned0 = ctr->ll_cleaned[0], cleaned1 = ctr->ll_cleaned[1];
+  const uint32_t k = rcclx_ld_volatile_u32(&ctr->ll_calls), cleaned0 = rcclx_ld_volatile_u32(&ctr->ll_cleaned[0]),
+                 cleaned1 = rcclx_ld_volatile_u32(&ctr->ll_cleaned[1]);
   if (failed) return 0;
   call->k = k;
   call->buf = k & 1u;
@@ -363,7 +364,7 @@ RCCLX_DEVICE void rcclx_ll_publish_headers(const rcclx_dev_comm& c, const rcclx_
  * communicators must be rebuilt, rcclx_comm_check.) */
 RCCLX_DEVICE void rcclx_ll_commit(const rcclx_dev_comm& c, const rcclx_ll_call& call) {
   __syncthreads();
-  rcclx_ll_for_block_slots(c, [&](int s) { c.sigs[c.rank]->slot[s].ll_calls = call.k + 1u; });
+  rcclx_ll_for_block_slots(c, [&](int s) { rcclx_st_u32(&c.sigs[c.rank]->slot[s].ll_calls, call.k + 1u); });
 }
 
 /* rcclx_ll_check_headers: lane q < nranks of the warp that starts at
@@ -420,9 +421,7 @@ RCCLX_DEVICE rcclx_ll_reader rcclx_ll_reader_of(const rcclx_dev_comm& c) {
  * the reduction waits for the later load), back-off or fewer peers polled
  * while several are missing (runs 56, 78), polls only after the peers'
  * headers (run 48), atomics as polls (run 70), more or fewer blocks (runs
- * 49-50, 71, 77).  b: the block's index, read once by the caller (under
- * HIP without the device libraries, CI's ISA build, each read of
- * blockIdx.x is a call: in the poll loop it spilled registers on gfx942).
+ * 49-50, 71, 77).  b: the block's index (blockIdx.x), as the caller read it.
  * Returns 0, or RCCLX_LL_ABORTED (another thread saw a mismatch) or
  * RCCLX_LL_TIMEOUT (recorded), when a line is incomplete. */
 template <int NMAX, int NL>
@@ -490,8 +489,6 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
   __shared__ rcclx_ll_shared sh;
   rcclx_grid_dependency_wait(); /* the previous kernel's writes (rcclx_dda_done_waiting) */
   rcclx_dda_launch_next_early(c);
-  /* Indices read once: under HIP they are runtime calls until the device
-   * libraries are linked, and CI's ISA build links none. */
   const int b = (int)blockIdx.x, tid = (int)threadIdx.x, g = (int)gridDim.x, E = 8 / (int)sizeof(T);
   /* 32-bit line indices: a launch holds at most RCCLX_LL_MAX_BYTES / 8
    * lines.  Thread tid's lines: L0, then every `stride` further
