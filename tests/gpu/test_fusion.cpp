@@ -319,6 +319,8 @@ TEST_CASE("fusion: GEMM + AllReduce, fused == epilogue+zero-copy == unfused, vs 
   CHECK(gemm_bf16(p, p, p, 1, 64, 12, 0) == RCCLX_ERR_INVALID_COUNT);  // K not a multiple of 8
   CHECK(gemm_bf16(p, p, p, 1, 96, 64, 0) == RCCLX_ERR_INVALID_COUNT);  // N not a multiple of 64
   CHECK(gemm_bf16(p, p, p, 0, 64, 64, 0) == RCCLX_ERR_INVALID_COUNT);
+  CHECK(gemm_bf16(p, p, p, 1, (1 << 24) + 64, 64, 0) == RCCLX_ERR_INVALID_COUNT);  // a stage's offsets past 2^31
+  CHECK(gemm_bf16(p, p, p, 1, 64, (1 << 24) + 8, 0) == RCCLX_ERR_INVALID_COUNT);
   CHECK(gemm_bf16(p + 1, p, p, 1, 64, 64, 0) == RCCLX_ERR_MISALIGNED);
   CHECK(gemm_bf16(nullptr, p, p, 1, 64, 64, 0) == RCCLX_ERR_NULL_POINTER);
   (void)hipFree(p);
