@@ -56,13 +56,16 @@ typedef struct gemm_stage {
 } gemm_stage;
 
 // W's piece of this thread: rows 2p, 2p + 1 of the stage, columns 8q..8q+7.
-// A warp's 32 lanes take 8 row pairs x 4 pieces: 64-byte runs of each W
-// row, and its transposing stores (gemm_store_stage) meet 4 to a bank (8
-// with the pieces first): the price of the padded k-contiguous layout that
-// spreads the far more frequent fragment reads over the banks (NVIDIA: no
-// two lanes of a warp on one bank).
-__device__ __forceinline__ int gemm_b_pair(void) { return (int)threadIdx.x % 8 + 8 * ((int)threadIdx.x / 64); }
-__device__ __forceinline__ int gemm_b_piece(void) { return (int)threadIdx.x / 8 % 8; }
+// Eight consecutive lanes take the 8 pieces of one row pair, so a warp's
+// loads are whole 128-byte rows of W (4 row pairs per 32 lanes; 64-byte
+// halves of 8 rows before, 8-12% slower at every M on H100, run 107).  Its
+// transposing stores (gemm_store_stage) meet 8 to a bank: column 8q + j of
+// pair p is on bank (4 j + p) mod 32 whatever q is.  Writing the columns
+// in a lane-rotated order (j ^ q) removes the conflicts but costs sm_90
+// 20-40 registers for the selects (fused kernel 128 -> 168: one block per
+// SM instead of two), so the stores keep the conflicts.
+__device__ __forceinline__ int gemm_b_pair(void) { return (int)threadIdx.x / 8; }
+__device__ __forceinline__ int gemm_b_piece(void) { return (int)threadIdx.x % 8; }
 
 // Stage k0..k0+GEMM_BK of X's rows tm*BM.. and W's columns tn*BN.. into
 // registers; rows past M and k past K read as zero.  The edges are masked
