@@ -55,7 +55,7 @@ if [[ -f devbin.tgz ]]; then
   tar -xzf devbin.tgz && ./devbin/allreduce_basic > "$LOG/probe.log" 2>&1 && BIN=devbin
 fi
 if [[ -z $BIN ]]; then
-  step build 150 bash -c 'cmake -S . -B build-gpu -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j16' || rc=1
+  step build "${RCCLX_BUILD_S:-300}" bash -c 'cmake -S . -B build-gpu -G Ninja -DRCCLX_GPU=cuda -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j16' || rc=1
   mkdir -p devbin
   for f in build-gpu/tests/gpu/rcclx_gpu_tests build-gpu/tests/gpu/rcclx_ipc_test build-gpu/tests/gpu/librcclx_fp8_capi.so \
            build-gpu/bench/bench_dda build-gpu/bench/bench_latency build-gpu/bench/bench_lowp build-gpu/bench/bench_fusion \
