@@ -9,6 +9,7 @@
 // spread, the last starter's stages), and every block (which block
 // finished last, and what it waited for).
 // Output: CSV (argv[1]) and tables on stdout.  A diagnosis, not a test.
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
@@ -27,6 +28,12 @@ typedef rcclx_bf16 bf;
 // TRACE_BLOCKS untraced).
 #define TRACE_BLOCKS 64
 #define TRACE_STAGES 5
+// Within one call every rank's blocks start within a few us of each other
+// (each waits for all the others), so stage-0 stamps of one call further
+// apart than this disagree about the time, not about the call: on an H100
+// (run 110) %globaltimer read on different multiprocessors differed by 3-6
+// ms.  Such calls are left out and counted.
+#define TRACE_MAX_SPREAD_NS 50000
 __device__ unsigned long long lib_trace_blocks[RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_STAGES];
 // (Every thread reads the timer and thread 0 stores it: with the read
 // under thread 0's branch, or the hook not inlined, the flat kernel's bf16
@@ -36,6 +43,12 @@ __device__ void lib_trace_stamp(int rank, uint32_t call, int stage) {
   if (threadIdx.x == 0 && blockIdx.x < TRACE_BLOCKS)
     lib_trace_blocks[((rank * TRACE_CALLS + call % TRACE_CALLS) * TRACE_BLOCKS + blockIdx.x) * TRACE_STAGES + stage] =
         now;
+}
+// Zeroes every stamp before a traced graph, so a stamp no call of that
+// graph wrote reads 0 (skipped below) instead of an older run's time.
+__global__ void lib_trace_clear() {
+  for (int i = threadIdx.x; i < RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_STAGES; i += blockDim.x)
+    lib_trace_blocks[i] = 0ull;
 }
 __global__ void lib_trace_read(unsigned long long* blocks) {
   for (int i = threadIdx.x; i < RCCLX_MAX_RANKS * TRACE_CALLS * TRACE_BLOCKS * TRACE_STAGES; i += blockDim.x)
@@ -82,10 +95,52 @@ __global__ void __launch_bounds__(RCCLX_MAX_THREADS)
   rcclx_dda_finish_call(c, &k);
 }
 
+// The global timer on every multiprocessor at once: one block per
+// multiprocessor (all co-resident), each arrives at a grid-wide counter,
+// and once all have, thread 0 of each reads the timer.  The reads happen
+// within the counter's release (about a us), so a wider spread is the
+// timers disagreeing, which makes cross-block trace stamps meaningless.
+__global__ void timer_probe_kernel(unsigned int* arrived, unsigned long long* t) {
+  if (threadIdx.x != 0) return;
+  atomicAdd(arrived, 1u);
+  while (rcclx_ld_volatile_u32(arrived) < gridDim.x) {
+  }
+  t[blockIdx.x] = rcclx_wall_ns();
+}
+
+// Prints and records (nranks 0, row "timer_spread") the widest spread of
+// the probe's reads over 5 tries, in us.
+static void timer_probe(FILE* csv) {
+  int sms = 0;
+  CK(hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, 0));
+  unsigned int* arrived = nullptr;
+  unsigned long long* t = nullptr;
+  CK(hipMalloc(&arrived, sizeof(unsigned int)));
+  CK(hipMalloc(&t, sizeof(unsigned long long) * (size_t)sms));
+  std::vector<unsigned long long> h((size_t)sms);
+  printf("global timer read together on %d multiprocessors, spread in us, 5 tries:", sms);
+  double widest = 0;
+  for (int i = 0; i < 5; ++i) {
+    CK(hipMemset(arrived, 0, sizeof(unsigned int)));
+    timer_probe_kernel<<<sms, 32>>>(arrived, t);
+    CK(hipGetLastError());
+    CK(hipDeviceSynchronize());
+    CK(hipMemcpy(h.data(), t, sizeof(unsigned long long) * (size_t)sms, hipMemcpyDeviceToHost));
+    const double spread = (*std::max_element(h.begin(), h.end()) - *std::min_element(h.begin(), h.end())) / 1e3;
+    widest = std::max(widest, spread);
+    printf(" %.2f", spread);
+  }
+  printf("\n");
+  fprintf(csv, "0,timer_spread,0,0,%.3f,,\n", widest);
+  (void)hipFree(arrived);
+  (void)hipFree(t);
+}
+
 int main(int argc, char** argv) {
   FILE* csv = bench_start(argc, argv, "bench_latency", "nranks,variant,pdl,bytes,us,floor_us,over_floor_us");
   if (!csv) return 1;
   const size_t bytes = 16 << 10, n = bytes / 2, max_bytes = 64 << 10;
+  timer_probe(csv);
   printf("%-3s %-28s %-4s %8s %8s %8s\n", "N", "variant", "pdl", "us", "floor", "over");
   for (int N : {2, 4, 8}) {
     // solo_*: the one-stream variants, which run on rank 0 alone, get ranks
@@ -234,6 +289,9 @@ int main(int argc, char** argv) {
     for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_LL})
       for (int mode : {1, 2, 3}) {
         rank_set& ts = mode == 2 ? early : on;
+        lib_trace_clear<<<1, 256, 0, ts.stream[0]>>>();
+        CK(hipGetLastError());
+        CK(hipStreamSynchronize(ts.stream[0]));
         hipGraphExec_t ge = bench_graph(ts, [&](int r) {
           RK(rcclx_allreduce(&ts.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, algo, ts.stream[r]));
         }, TRACE_CALLS, mode == 3);
@@ -253,7 +311,16 @@ int main(int argc, char** argv) {
                                               : ts.comm[0].view.nblocks;
           const int GB = G < TRACE_BLOCKS ? G : TRACE_BLOCKS;
           std::vector<double> m[9];
+          int unwritten = 0, clock_off = 0;  // calls left out: a stamp is 0, or the timers disagree
           for (int k = 1; k < TRACE_CALLS - 1; ++k) {
+            bool whole = true;
+            for (int r = 0; r < N; ++r)
+              for (int b = 0; b < GB; ++b)
+                for (int st = 0; st < TRACE_STAGES; ++st) whole = whole && at(r, k, b, st) != 0;
+            if (!whole) {
+              ++unwritten;
+              continue;
+            }
             long long lo = LLONG_MAX, last_start = 0;
             int cr = 0, cb = 0;
             double spread_in_rank = 0;
@@ -267,6 +334,10 @@ int main(int argc, char** argv) {
                 if (at(r, k, b, 4) > at(cr, k, cb, 4)) { cr = r; cb = b; }
               }
               spread_in_rank = std::max(spread_in_rank, (bh - bl) / 1e3);
+            }
+            if (last_start - lo > TRACE_MAX_SPREAD_NS) {
+              ++clock_off;
+              continue;
             }
             long long peer_out = 0;  // the last peer block cb's data out
             for (int r = 0; r < N; ++r)
@@ -290,18 +361,34 @@ int main(int argc, char** argv) {
                  " own, its data in %.2f after that\n",
                  N, rcclx_algo_name(algo), m_name, G, med[0], med[1], med[2], med[3], med[4], med[5], med[6], med[7],
                  med[8]);
+          if (unwritten || clock_off)
+            printf("  (calls left out of %d: %d with stamps no block wrote, %d with starts over %d us apart)\n",
+                   TRACE_CALLS - 2, unwritten, clock_off, TRACE_MAX_SPREAD_NS / 1000);
           for (int i = 0; i < 9; ++i)
             fprintf(csv, "%d,trace_%s_%s,%d,%zu,%.3f,%.3f,\n", N, rcclx_algo_name(algo), what[i], mode, bytes, med[i],
                     floor);
         }
         // Block 0 of every rank.
         std::vector<double> spread, period, first_wait, d[4];
+        int unwritten = 0, clock_off = 0, odd_call = -1;
         for (int k = 1; k < TRACE_CALLS - 1; ++k) {
+          bool whole = at(0, k + 1, 0, 0) != 0;
+          for (int r = 0; r < N; ++r)
+            for (int st = 0; st < TRACE_STAGES; ++st) whole = whole && at(r, k, 0, st) != 0;
+          if (!whole) {
+            ++unwritten;
+            continue;
+          }
           long long lo = LLONG_MAX, hi = 0;
           int last = 0, first = 0;
           for (int r = 0; r < N; ++r) {
             if (at(r, k, 0, 0) < lo) { lo = at(r, k, 0, 0); first = r; }
             if (at(r, k, 0, 0) > hi) { hi = at(r, k, 0, 0); last = r; }
+          }
+          if (hi - lo > TRACE_MAX_SPREAD_NS) {  // the timers disagree: shown once
+            ++clock_off;
+            if (odd_call < 0) odd_call = k;
+            continue;
           }
           spread.push_back((hi - lo) / 1e3);
           for (int i = 0; i < 4; ++i) d[i].push_back((at(last, k, 0, i + 1) - at(last, k, 0, i)) / 1e3);
@@ -317,6 +404,14 @@ int main(int argc, char** argv) {
                rcclx_algo_name(algo), m, spread.size());
         printf("  rank 0 period %.2f | start spread %.2f | last starter: out %.2f  peers %.2f  written %.2f  closed %.2f"
                " | first starter waits %.2f\n", val[0], val[1], val[2], val[3], val[4], val[5], val[6]);
+        if (unwritten || clock_off)
+          printf("  (calls left out of %d: %d with stamps block 0 did not write, %d with starts over %d us apart)\n",
+                 TRACE_CALLS - 2, unwritten, clock_off, TRACE_MAX_SPREAD_NS / 1000);
+        if (odd_call >= 0) {
+          printf("  left out, call %d: block 0 starts, us after rank 0's:", odd_call);
+          for (int r = 0; r < N; ++r) printf(" %.2f", (at(r, odd_call, 0, 0) - at(0, odd_call, 0, 0)) / 1e3);
+          printf("\n");
+        }
         for (int i = 0; i < 7; ++i)
           fprintf(csv, "%d,trace_%s_%s,%d,%zu,%.3f,%.3f,\n", N, rcclx_algo_name(algo), what[i], mode, bytes, val[i],
                   floor);
