@@ -66,8 +66,11 @@ int main(int argc, char** argv) {
     const double empty = time_graph(rs, [&](int r) { empty_kernel<<<1, 32, 0, rs.stream[r]>>>(); });
     // The floor as issue #3 defines it: fork/join around every call (every
     // rank's call must finish before any rank's next starts), for the
-    // empty kernel and the small-message AllReduce alike.
-    const double empty_fj = time_graph(rs, [&](int r) { empty_kernel<<<1, 32, 0, rs.stream[r]>>>(); }, 20, 15, true);
+    // empty kernel and the small-message AllReduce alike; timed beside each
+    // fork/join point (time_graph_with_floor).
+    const auto empty_body = [&](int r) { empty_kernel<<<1, 32, 0, rs.stream[r]>>>(); };
+    // (How the floor timed alone, once, compares: the method before.)
+    printf("N=%d fork/join floor timed alone at the start: %.2f us\n", N, time_graph(rs, empty_body, 20, 15, true));
     for (size_t bytes : sizes) {
       // Unique bytes: each rank's input read once and output written once.
       const double copy = time_graph(rs, [&](int r) {
@@ -99,16 +102,17 @@ int main(int argc, char** argv) {
           row(dt, a < 0 ? names[-a - 1] : rcclx_algo_name(algo), bytes, us, empty, copy);
         }
         nccl_point(dt, "nccl", bytes, bytes >= (16u << 20) ? 5 : 20, false, empty, copy);
-        if (bytes <= (64u << 10)) {  // small messages, fork/join per call (against empty_fj)
+        if (bytes <= (64u << 10)) {  // small messages, fork/join per call, each against its own floor
           for (rcclx_algo algo : {RCCLX_ALGO_FLAT, RCCLX_ALGO_AUTO}) {
             const size_t count = bytes / rcclx_dtype_size(dt);
-            const double us = time_graph(rs, [&](int r) {
+            double floor_fj = 0;
+            const double us = time_graph_with_floor(rs, [&](int r) {
               RK(rcclx_allreduce(&rs.comm[r], in[r], out[r], count, dt, RCCLX_SUM, algo, rs.stream[r]));
-            }, 20, 9, true);
+            }, empty_body, &floor_fj, 20, 15, true);
             for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
-            row(dt, algo == RCCLX_ALGO_FLAT ? "flat_fj" : "auto_fj", bytes, us, empty_fj, copy);
+            row(dt, algo == RCCLX_ALGO_FLAT ? "flat_fj" : "auto_fj", bytes, us, floor_fj, copy);
           }
-          nccl_point(dt, "nccl_fj", bytes, 20, true, empty_fj, copy);
+          nccl_point(dt, "nccl_fj", bytes, 20, true, time_graph(rs, empty_body, 20, 15, true), copy);
         }
       }
     }

@@ -33,13 +33,13 @@ def dda_tables(dda, label):
     fj = [x for x in dda if x["algo"].endswith("_fj") and x["dtype"] == "bf16"]
     if fj:
         print("Small messages" + label + " with fork/join around every call (issue #3's floor method), us per call;"
-              " over = time - floor_fj")
+              " over = time - floor_fj, the empty kernel timed in turn with it")
         for n, b in sorted({(int(x["nranks"]), int(x["bytes"])) for x in fj}):
             same = {x["algo"]: x for x in fj if int(x["nranks"]) == n and int(x["bytes"]) == b}
-            floor = float(same["flat_fj"]["empty_us"])
-            print("  %-3d %9d  floor_fj %6.2f  flat %6.2f (over %5.2f)  auto %6.2f (over %5.2f)" % (
-                n, b, floor, float(same["flat_fj"]["us"]), float(same["flat_fj"]["us"]) - floor,
-                float(same["auto_fj"]["us"]), float(same["auto_fj"]["us"]) - floor))
+            fl, fa = (float(same[a]["empty_us"]) for a in ("flat_fj", "auto_fj"))
+            print("  %-3d %9d  flat %6.2f (floor_fj %5.2f, over %5.2f)  auto %6.2f (floor_fj %5.2f, over %5.2f)" % (
+                n, b, float(same["flat_fj"]["us"]), fl, float(same["flat_fj"]["us"]) - fl,
+                float(same["auto_fj"]["us"]), fa, float(same["auto_fj"]["us"]) - fa))
 
 
 

@@ -68,6 +68,29 @@ static inline double time_graph(rank_set& rs, const std::function<void(int)>& bo
   return bench_time_exec(bench_graph(rs, body, K, join_each), rs.stream[0], K, R);
 }
 
+// Median microseconds per call of `body` and of `floor` (an empty kernel
+// in the same graph shape) together: their graphs of K calls are replayed
+// in turn, R rounds, so that drift over the run and the state a replay
+// leaves behind hit both alike (a floor timed once elsewhere in the run
+// can differ from it by tenths of a us).  *floor_us: the floor's median.
+static inline double time_graph_with_floor(rank_set& rs, const std::function<void(int)>& body,
+                                           const std::function<void(int)>& floor, double* floor_us, int K, int R,
+                                           bool join_each) {
+  hipGraphExec_t ge[2] = {bench_graph(rs, body, K, join_each), bench_graph(rs, floor, K, join_each)};
+  hipEvent_t t0, t1;
+  CK(hipEventCreate(&t0));
+  CK(hipEventCreate(&t1));
+  std::vector<double> us[2];
+  for (int k = 0; k < R; ++k)
+    for (int i = 0; i < 2; ++i) us[i].push_back(bench_replay_us(ge[i], rs.stream[0], K, t0, t1));
+  CK(hipGetLastError());
+  for (int i = 0; i < 2; ++i) CK(hipGraphExecDestroy(ge[i]));
+  CK(hipEventDestroy(t0));
+  CK(hipEventDestroy(t1));
+  *floor_us = bench_median(us[1]);
+  return bench_median(us[0]);
+}
+
 // Finite, non-zero 16-bit patterns (valid bf16/fp16 values, fp32 halves):
 // halfword i of rank r's data.
 RCCLX_HOST_DEVICE uint16_t bench_fill_u16(size_t i, int r) { return (uint16_t)(0x3c00 + ((i * 31 + r * 7) & 0xff)); }
