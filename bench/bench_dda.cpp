@@ -63,12 +63,12 @@ int main(int argc, char** argv) {
       const double us = bench_nccl_point(rs, &nccl, in, out, bytes / rcclx_dtype_size(dt), dt, K, 9, join_each);
       if (us > 0) row(dt, name, bytes, us, floor, copy);
     };
-    const double empty = time_graph(rs, [&](int r) { empty_kernel<<<1, 32, 0, rs.stream[r]>>>(); });
+    const auto empty_body = [&](int r) { empty_kernel<<<1, 32, 0, rs.stream[r]>>>(); };
+    const double empty = time_graph(rs, empty_body);
     // The floor as issue #3 defines it: fork/join around every call (every
     // rank's call must finish before any rank's next starts), for the
     // empty kernel and the small-message AllReduce alike; timed beside each
     // fork/join point (time_graph_with_floor).
-    const auto empty_body = [&](int r) { empty_kernel<<<1, 32, 0, rs.stream[r]>>>(); };
     // (How the floor timed alone, once, compares: the method before.)
     printf("N=%d fork/join floor timed alone at the start: %.2f us\n", N, time_graph(rs, empty_body, 20, 15, true));
     for (size_t bytes : sizes) {
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
             for (int r = 0; r < N; ++r) RK(rcclx_comm_check(&rs.comm[r], nullptr));
             row(dt, algo == RCCLX_ALGO_FLAT ? "flat_fj" : "auto_fj", bytes, us, floor_fj, copy);
           }
-          nccl_point(dt, "nccl_fj", bytes, 20, true, time_graph(rs, empty_body, 20, 15, true), copy);
+          if (nccl.n) nccl_point(dt, "nccl_fj", bytes, 20, true, time_graph(rs, empty_body, 20, 15, true), copy);
         }
       }
     }

@@ -254,26 +254,20 @@ int main(int argc, char** argv) {
                             {"PDL", &on, RCCLX_ALGO_LL, 1}, {"early", &early, RCCLX_ALGO_LL, 2}};
       const int NV = (int)(sizeof vs / sizeof vs[0]), K = 20, R = 41;
       std::vector<hipGraphExec_t> ge(NV);
+      std::vector<hipStream_t> st(NV);
       for (int i = 0; i < NV; ++i) {
         rank_set& rs = *vs[i].rs;
         ge[i] = bench_graph(rs, [&](int r) {
           RK(rcclx_allreduce(&rs.comm[r], in[r], out[r], n, RCCLX_BFLOAT16, RCCLX_SUM, vs[i].algo, rs.stream[r]));
         }, K);
+        st[i] = rs.stream[0];
       }
-      hipEvent_t t0, t1;
-      CK(hipEventCreate(&t0));
-      CK(hipEventCreate(&t1));
-      std::vector<std::vector<double>> us(NV);
-      for (int k = 0; k < R; ++k)
-        for (int i = 0; i < NV; ++i) us[i].push_back(bench_replay_us(ge[i], vs[i].rs->stream[0], K, t0, t1));
+      const std::vector<double> us = bench_time_execs_in_turn(ge, st, K, R);
       for (int i = 0; i < NV; ++i) {
-        CK(hipGraphExecDestroy(ge[i]));
         char name[64];
         snprintf(name, sizeof name, "A/B %s 16 KiB, %s", rcclx_algo_name(vs[i].algo), vs[i].name);
-        row(name, vs[i].mode, bytes, bench_median(us[i]));
+        row(name, vs[i].mode, bytes, us[i]);
       }
-      CK(hipEventDestroy(t0));
-      CK(hipEventDestroy(t1));
       for (int r = 0; r < N; ++r) {
         RK(rcclx_comm_check(&on.comm[r], nullptr));
         RK(rcclx_comm_check(&early.comm[r], nullptr));

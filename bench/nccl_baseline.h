@@ -300,20 +300,9 @@ static inline int bench_nccl_selftest(void) {
     CK(hipStreamEndCapture(s, &ge_empty_g));
     CK(hipGraphInstantiateWithFlags(&ge_empty, ge_empty_g, 0));
     CK(hipGraphDestroy(ge_empty_g));
-    hipEvent_t t0, t1;
-    CK(hipEventCreate(&t0));
-    CK(hipEventCreate(&t1));
-    std::vector<double> us, us_empty;
-    for (int i = 0; i < 23; ++i) {
-      const double a = bench_replay_us(ge, s, K, t0, t1), z = bench_replay_us(ge_empty, s, K, t0, t1);
-      if (i >= 3) { us.push_back(a); us_empty.push_back(z); }
-    }
+    const std::vector<double> us = bench_time_execs_in_turn({bench_warm(ge, s), bench_warm(ge_empty, s)}, {s, s}, K, 20);
     printf("nccl-selftest: %s %zu elements, graph replay: %.2f us per call, empty kernel %.2f\n", rcclx_dtype_name(c.dt),
-           c.count, bench_median(us), bench_median(us_empty));
-    CK(hipEventDestroy(t0));
-    CK(hipEventDestroy(t1));
-    CK(hipGraphExecDestroy(ge));
-    CK(hipGraphExecDestroy(ge_empty));
+           c.count, us[0], us[1]);
     CK(hipFree(in));
     CK(hipFree(out));
   }

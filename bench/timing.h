@@ -46,19 +46,33 @@ static inline double bench_replay_us(hipGraphExec_t ge, hipStream_t st, int K, h
   return ms * 1000.0 / K;
 }
 
-// Median microseconds per call over R timed replays on stream st of the
-// warmed-up graph ge of K calls; destroys ge.
-static inline double bench_time_exec(hipGraphExec_t ge, hipStream_t st, int K, int R) {
+// Median microseconds per call of each warmed-up graph ge[i] (K calls,
+// replayed on stream st[i]), the graphs replayed in turn, R rounds of one
+// replay each, so that drift over the run and the state a replay leaves
+// behind hit them all alike; destroys the graphs.
+static inline std::vector<double> bench_time_execs_in_turn(const std::vector<hipGraphExec_t>& ge,
+                                                           const std::vector<hipStream_t>& st, int K, int R) {
   hipEvent_t t0, t1;
   CK(hipEventCreate(&t0));
   CK(hipEventCreate(&t1));
-  std::vector<double> us;
-  for (int i = 0; i < R; ++i) us.push_back(bench_replay_us(ge, st, K, t0, t1));
+  std::vector<std::vector<double>> us(ge.size());
+  for (int k = 0; k < R; ++k)
+    for (size_t i = 0; i < ge.size(); ++i) us[i].push_back(bench_replay_us(ge[i], st[i], K, t0, t1));
   CK(hipGetLastError());
-  CK(hipGraphExecDestroy(ge));
+  std::vector<double> med;
+  for (size_t i = 0; i < ge.size(); ++i) {
+    CK(hipGraphExecDestroy(ge[i]));
+    med.push_back(bench_median(us[i]));
+  }
   CK(hipEventDestroy(t0));
   CK(hipEventDestroy(t1));
-  return bench_median(us);
+  return med;
+}
+
+// Median microseconds per call over R timed replays on stream st of the
+// warmed-up graph ge of K calls; destroys ge.
+static inline double bench_time_exec(hipGraphExec_t ge, hipStream_t st, int K, int R) {
+  return bench_time_execs_in_turn({ge}, {st}, K, R)[0];
 }
 
 // Median microseconds per call of `body` over R timed replays of its
@@ -69,26 +83,16 @@ static inline double time_graph(rank_set& rs, const std::function<void(int)>& bo
 }
 
 // Median microseconds per call of `body` and of `floor` (an empty kernel
-// in the same graph shape) together: their graphs of K calls are replayed
-// in turn, R rounds, so that drift over the run and the state a replay
-// leaves behind hit both alike (a floor timed once elsewhere in the run
-// can differ from it by tenths of a us).  *floor_us: the floor's median.
+// in the same graph shape), timed in turn (bench_time_execs_in_turn): a
+// floor timed once elsewhere in the run can differ from it by tenths of a
+// us.  *floor_us: the floor's median.
 static inline double time_graph_with_floor(rank_set& rs, const std::function<void(int)>& body,
                                            const std::function<void(int)>& floor, double* floor_us, int K, int R,
                                            bool join_each) {
-  hipGraphExec_t ge[2] = {bench_graph(rs, body, K, join_each), bench_graph(rs, floor, K, join_each)};
-  hipEvent_t t0, t1;
-  CK(hipEventCreate(&t0));
-  CK(hipEventCreate(&t1));
-  std::vector<double> us[2];
-  for (int k = 0; k < R; ++k)
-    for (int i = 0; i < 2; ++i) us[i].push_back(bench_replay_us(ge[i], rs.stream[0], K, t0, t1));
-  CK(hipGetLastError());
-  for (int i = 0; i < 2; ++i) CK(hipGraphExecDestroy(ge[i]));
-  CK(hipEventDestroy(t0));
-  CK(hipEventDestroy(t1));
-  *floor_us = bench_median(us[1]);
-  return bench_median(us[0]);
+  const std::vector<double> med = bench_time_execs_in_turn(
+      {bench_graph(rs, body, K, join_each), bench_graph(rs, floor, K, join_each)}, {rs.stream[0], rs.stream[0]}, K, R);
+  *floor_us = med[1];
+  return med[0];
 }
 
 // Finite, non-zero 16-bit patterns (valid bf16/fp16 values, fp32 halves):
