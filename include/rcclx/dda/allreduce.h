@@ -46,7 +46,8 @@
 
 /* One DDA kernel launch on the communicator's fixed grid (LL: as many of
  * its blocks as the message needs, rcclx_ll_blocks, of rcclx_ll_threads
- * threads); pdl: see rcclx_config.pdl.  Returns the launch's error. */
+ * threads, built for the view's mode, rcclx_ll_mode_of); pdl: see
+ * rcclx_config.pdl.  Returns the launch's error. */
 template <typename T, int OP, int NMAX>
 RCCLX_HOST hipError_t rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo, const void* send, void* recv,
                                         size_t n, uint32_t sig, int src, int pdl, hipStream_t s) {
@@ -55,7 +56,11 @@ RCCLX_HOST hipError_t rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo
     /* sized by the message; the block by its lines and one header warp */
     const int lg = rcclx_ll_blocks(n * sizeof(T), v.nblocks, v.nthreads);
     const dim3 gl((unsigned)lg), bl((unsigned)rcclx_ll_threads(n * sizeof(T), lg, v.nthreads, RCCLX_WARP_SIZE));
-    return rcclx_launch(rcclx_dda_ll_kernel<T, OP, NMAX>, gl, bl, s, pdl, v, (const T*)send, (T*)recv, n, sig);
+    if (rcclx_ll_mode_of(v.flags) == RCCLX_LL_LOCAL)
+      return rcclx_launch(rcclx_dda_ll_kernel<T, OP, NMAX, RCCLX_LL_LOCAL>, gl, bl, s, pdl, v, (const T*)send, (T*)recv,
+                          n, sig);
+    return rcclx_launch(rcclx_dda_ll_kernel<T, OP, NMAX, RCCLX_LL_ANY>, gl, bl, s, pdl, v, (const T*)send, (T*)recv, n,
+                        sig);
   }
   if (algo == RCCLX_ALGO_FLAT)
     return rcclx_launch(rcclx_dda_flat_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig, src);

@@ -191,15 +191,18 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
  * `threads` threads: what the fixed grid must respect (0 on error). */
 template <typename T, int OP, int NMAX>
 RCCLX_HOST int rcclx_dda_occupancy_one_(int threads) {
-  int a = 0, b = 0, l = 0;
+  int a = 0, b = 0, l = 0, m = 0;
   if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&a, (const void*)rcclx_dda_flat_kernel<T, OP, NMAX>, threads, 0) !=
           hipSuccess ||
       hipOccupancyMaxActiveBlocksPerMultiprocessor(&b, (const void*)rcclx_dda_tree_kernel<T, OP, NMAX>, threads, 0) !=
           hipSuccess ||
-      hipOccupancyMaxActiveBlocksPerMultiprocessor(&l, (const void*)rcclx_dda_ll_kernel<T, OP, NMAX>, threads, 0) !=
-          hipSuccess)
+      hipOccupancyMaxActiveBlocksPerMultiprocessor(
+          &l, (const void*)rcclx_dda_ll_kernel<T, OP, NMAX, RCCLX_LL_ANY>, threads, 0) != hipSuccess ||
+      hipOccupancyMaxActiveBlocksPerMultiprocessor(
+          &m, (const void*)rcclx_dda_ll_kernel<T, OP, NMAX, RCCLX_LL_LOCAL>, threads, 0) != hipSuccess)
     return 0;
   a = a < b ? a : b;
+  l = l < m ? l : m;
   return a < l ? a : l;
 }
 template <typename T, int NMAX>

@@ -106,11 +106,37 @@ RCCLX_HOST_DEVICE size_t rcclx_ll_header_offset(uint32_t buf, int b, int src) {
 RCCLX_HOST_DEVICE size_t rcclx_ll_line_offset(uint32_t buf, int src, size_t L) {
   return rcclx_ll_buffer_offset(buf) + RCCLX_LL_HEADER_BYTES + (size_t)src * RCCLX_LL_SLOT_BYTES + 16 * L;
 }
+/* Which views an LL function is compiled for (its MODE template
+ * argument): RCCLX_LL_ANY reads the view's scope and push flags at run
+ * time; RCCLX_LL_LOCAL serves only views with every rank on this GPU that
+ * pull (rcclx_ll_mode_of: RCCLX_VIEW_ONE_DEVICE without
+ * RCCLX_VIEW_LL_PUSH), so every store's and poll's scope and place are
+ * fixed at compile time: no branch on the flags and no parameter read for
+ * them between the call count and the stores, or in the polls.  Measured
+ * 0.10-0.16 us faster per call with fork/join at 2, 4 and 8 virtual ranks
+ * on one H100 (bench/RESULTS.md, run 119).  The ready kernel is built in
+ * both modes (rcclx_dda_launch_ in rcclx/dda/allreduce.h picks); a fused
+ * kernel may use either, the default being ANY. */
+#define RCCLX_LL_ANY 0
+#define RCCLX_LL_LOCAL 1
+RCCLX_HOST_DEVICE int rcclx_ll_mode_of(uint32_t view_flags) {
+  return (view_flags & (RCCLX_VIEW_ONE_DEVICE | RCCLX_VIEW_LL_PUSH)) == RCCLX_VIEW_ONE_DEVICE ? RCCLX_LL_LOCAL
+                                                                                           : RCCLX_LL_ANY;
+}
+/* The view's flags as an LL function of mode MODE sees them (in LOCAL
+ * mode the constant its views have; RCCLX_VIEW_LAUNCH_EARLY, which may
+ * differ between ranks, is never read through this). */
+template <int MODE>
+RCCLX_DEVICE uint32_t rcclx_ll_flags(const rcclx_dev_comm& c) {
+  return MODE == RCCLX_LL_LOCAL ? RCCLX_VIEW_ONE_DEVICE : c.flags;
+}
+
 /* The rank whose polled area holds the words source src writes for
  * `reader`: src's own when pulling, the reader's when pushing
  * (RCCLX_VIEW_LL_PUSH). */
+template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE int rcclx_ll_owner(const rcclx_dev_comm& c, int reader, int src) {
-  return (c.flags & RCCLX_VIEW_LL_PUSH) ? reader : src;
+  return (rcclx_ll_flags<MODE>(c) & RCCLX_VIEW_LL_PUSH) ? reader : src;
 }
 /* The word at byte offset `off` of rank `owner`'s polled area. */
 RCCLX_DEVICE uint64_t* rcclx_ll_at(const rcclx_dev_comm& c, int owner, size_t off) {
@@ -122,15 +148,18 @@ RCCLX_DEVICE uint64_t* rcclx_ll_at(const rcclx_dev_comm& c, int owner, size_t of
  * line of data words d[0], d[1] under one tag. */
 RCCLX_DEVICE uint64_t rcclx_ll_word(uint32_t data, uint32_t tag) { return ((uint64_t)tag << 32) | data; }
 RCCLX_DEVICE uint32_t rcclx_ll_tag_of(uint64_t v) { return (uint32_t)(v >> 32); }
+template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE void rcclx_ll_st(const rcclx_dev_comm& c, uint64_t* p, uint32_t data, uint32_t tag) {
-  if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64(p, rcclx_ll_word(data, tag));
+  if (rcclx_ll_flags<MODE>(c) & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64(p, rcclx_ll_word(data, tag));
   else rcclx_st_relaxed_sys_u64(p, rcclx_ll_word(data, tag));
 }
+template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE uint64_t rcclx_ll_ld(const rcclx_dev_comm& c, const uint64_t* p) {
-  return (c.flags & RCCLX_VIEW_ONE_DEVICE) ? rcclx_ld_relaxed_dev_u64(p) : rcclx_ld_relaxed_sys_u64(p);
+  return (rcclx_ll_flags<MODE>(c) & RCCLX_VIEW_ONE_DEVICE) ? rcclx_ld_relaxed_dev_u64(p) : rcclx_ld_relaxed_sys_u64(p);
 }
+template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE void rcclx_ll_st_line(const rcclx_dev_comm& c, uint64_t* p, const uint32_t* d, uint32_t tag) {
-  if (c.flags & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
+  if (rcclx_ll_flags<MODE>(c) & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
   else rcclx_st_relaxed_sys_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
 }
 /* This rank's header word (nwords 1: data d[0]) or data line (nwords 2:
@@ -138,13 +167,14 @@ RCCLX_DEVICE void rcclx_ll_st_line(const rcclx_dev_comm& c, uint64_t* p, const u
  * every peer reads it: once into its own area (pull), or into each peer's
  * (push), starting with the next rank so that the ranks' stores spread
  * over the peers. */
+template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE void rcclx_ll_publish(const rcclx_dev_comm& c, size_t off, const uint32_t* d, int nwords, uint32_t tag) {
-  const int push = (c.flags & RCCLX_VIEW_LL_PUSH) != 0;
+  const int push = (rcclx_ll_flags<MODE>(c) & RCCLX_VIEW_LL_PUSH) != 0;
   for (int i = push ? 1 : 0; i < (push ? c.nranks : 1); ++i) {
     const int q = c.rank + i < c.nranks ? c.rank + i : c.rank + i - c.nranks;
     uint64_t* p = rcclx_ll_at(c, q, off);
-    if (nwords == 2) rcclx_ll_st_line(c, p, d, tag);
-    else rcclx_ll_st(c, p, d[0], tag);
+    if (nwords == 2) rcclx_ll_st_line<MODE>(c, p, d, tag);
+    else rcclx_ll_st<MODE>(c, p, d[0], tag);
   }
 }
 /* The load of a line of data words at byte offset `off`
@@ -210,17 +240,18 @@ RCCLX_DEVICE void rcclx_ll_store_clipped(T* p, size_t L, size_t n, const uint32_
  * have no block of their own here.  Their arrival carries the slot's next
  * epoch as this rank counts it, which is src's (barrier epochs move in
  * step on every rank; src cannot pass that barrier without this rank). */
+template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf, uint32_t tag, uint32_t sig,
                                           int* pending, int* seen, int b, int src, uint32_t call, uint32_t* polls) {
-  const uint64_t* hp = rcclx_ll_at(c, rcclx_ll_owner(c, c.rank, src), rcclx_ll_header_offset(buf, b, src));
-  uint64_t h = rcclx_ll_ld(c, hp);
+  const uint64_t* hp = rcclx_ll_at(c, rcclx_ll_owner<MODE>(c, c.rank, src), rcclx_ll_header_offset(buf, b, src));
+  uint64_t h = rcclx_ll_ld<MODE>(c, hp);
   int elsewhere = 0;
   if (rcclx_ll_tag_of(h) != tag) {
     if ((++*polls & 255u) != 0u) return 0;
     const uint32_t epoch = rcclx_barrier_open(c, b).epoch; /* no LL call moves it (but a re-tagging's barrier) */
     const uint64_t w = rcclx_flag_acquire(c, &c.sigs[c.rank]->arrive[b].from[src]);
     if ((int32_t)((uint32_t)w - epoch) <= 0) return 0;
-    h = rcclx_ll_ld(c, hp);
+    h = rcclx_ll_ld<MODE>(c, hp);
     elsewhere = rcclx_ll_tag_of(h) != tag;
     if (elsewhere) {
       rcclx_flag_release(c, &c.sigs[src]->arrive[b].from[c.rank], ((uint64_t)sig << 32) | (uint32_t)w);
@@ -244,8 +275,9 @@ RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf,
  * in push mode its own, which it never pushes to itself).  Words that only
  * this rank's blocks exchange during an LL call go there (a fused kernel's
  * row partials, examples/allreduce_rmsnorm.h), tagged like data lines. */
+template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE size_t rcclx_ll_spare_offset(const rcclx_dev_comm& c, uint32_t buf, size_t j) {
-  const int push = (c.flags & RCCLX_VIEW_LL_PUSH) != 0;
+  const int push = (rcclx_ll_flags<MODE>(c) & RCCLX_VIEW_LL_PUSH) != 0;
   return rcclx_ll_line_offset(buf, push ? c.rank : (c.rank + 1 < c.nranks ? c.rank + 1 : 0), j);
 }
 
@@ -271,15 +303,17 @@ RCCLX_DEVICE void rcclx_ll_for_block_slots(const rcclx_dev_comm& c, const F& f) 
  * reads it in this call's mapping (lines the call does not reach: any
  * block); -1 for lines nobody uses.  Every thread of the block calls it.
  * Returns the barrier's result. */
-template <typename Owner>
+template <int MODE = RCCLX_LL_ANY, typename Owner>
 RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t k, uint32_t sig, const Owner& owner) {
   const int b = (int)blockIdx.x, nt = (int)blockDim.x;
   const uint32_t nlines = (uint32_t)(RCCLX_LL_MAX_BYTES / 8);
   const uint32_t zero[2] = {0u, 0u}, tag = k - 1u;
-  rcclx_ll_for_block_slots(c, [&](int s) { rcclx_ll_publish(c, rcclx_ll_header_offset(buf, s, c.rank), zero, 1, tag); });
+  rcclx_ll_for_block_slots(
+      c, [&](int s) { rcclx_ll_publish<MODE>(c, rcclx_ll_header_offset(buf, s, c.rank), zero, 1, tag); });
   for (uint32_t L = threadIdx.x; L < nlines; L += (uint32_t)nt) {
-    if (owner(0, L) == b) rcclx_ll_publish(c, rcclx_ll_line_offset(buf, c.rank, L), zero, 2, tag);
-    if (owner(1, L) == b) rcclx_ll_st_line(c, rcclx_ll_at(c, c.rank, rcclx_ll_spare_offset(c, buf, L)), zero, tag);
+    if (owner(0, L) == b) rcclx_ll_publish<MODE>(c, rcclx_ll_line_offset(buf, c.rank, L), zero, 2, tag);
+    if (owner(1, L) == b)
+      rcclx_ll_st_line<MODE>(c, rcclx_ll_at(c, c.rank, rcclx_ll_spare_offset<MODE>(c, buf, L)), zero, tag);
   }
   const int r = rcclx_barrier_block(c, b, sig);
   if (r == RCCLX_BARRIER_OK)
@@ -326,7 +360,7 @@ typedef struct rcclx_ll_shared {
  * holds an unread error (rcclx_error_unread) or the re-tagging's barrier
  * failed.  *sh is initialised, visible to the block's threads after
  * rcclx_ll_commit. */
-template <typename Owner>
+template <int MODE = RCCLX_LL_ANY, typename Owner>
 RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, rcclx_ll_shared* sh, const Owner& owner,
                                rcclx_ll_call* call) {
   const rcclx_slot_counters* ctr = &c.sigs[c.rank]->slot[blockIdx.x];
@@ -343,15 +377,16 @@ RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, rcclx_ll_s
     sh->headers_seen = 0;
   }
   const uint32_t cleaned = k & 1u ? cleaned1 : cleaned0;
-  return !(k - cleaned >= RCCLX_LL_RETAG_CALLS && rcclx_ll_retag(c, call->buf, k, sig, owner) != RCCLX_BARRIER_OK);
+  return !(k - cleaned >= RCCLX_LL_RETAG_CALLS && rcclx_ll_retag<MODE>(c, call->buf, k, sig, owner) != RCCLX_BARRIER_OK);
 }
 
 /* rcclx_ll_publish_headers: the header words {sig | tag} of the block
  * slots this block stands for (rcclx_ll_for_block_slots), where every
  * peer reads them. */
+template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE void rcclx_ll_publish_headers(const rcclx_dev_comm& c, const rcclx_ll_call& call) {
   rcclx_ll_for_block_slots(
-      c, [&](int s) { rcclx_ll_publish(c, rcclx_ll_header_offset(call.buf, s, c.rank), &call.sig, 1, call.tag); });
+      c, [&](int s) { rcclx_ll_publish<MODE>(c, rcclx_ll_header_offset(call.buf, s, c.rank), &call.sig, 1, call.tag); });
 }
 
 /* rcclx_ll_commit, after the block's lines are published: the call count
@@ -378,6 +413,7 @@ RCCLX_DEVICE void rcclx_ll_commit(const rcclx_dev_comm& c, const rcclx_ll_call& 
  * *spins, *t0: the thread's watchdog state (rcclx_watchdog_expired), kept
  * for its later waits of the call.  Returns 0, RCCLX_LL_MISMATCH or
  * RCCLX_LL_TIMEOUT. */
+template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE int rcclx_ll_check_headers(const rcclx_dev_comm& c, const rcclx_ll_call& call, rcclx_ll_shared* sh,
                                         int first, int early, uint32_t* spins, uint64_t* t0) {
   const int q = (int)threadIdx.x - first, b = (int)blockIdx.x;
@@ -385,7 +421,7 @@ RCCLX_DEVICE int rcclx_ll_check_headers(const rcclx_dev_comm& c, const rcclx_ll_
   int pending = checks, bad = 0;
   uint32_t polls = 0;
   while (pending && !bad) {
-    if (rcclx_ll_header_mismatch(c, call.buf, call.tag, call.sig, &pending, &sh->mismatch_seen, b, q, call.k, &polls))
+    if (rcclx_ll_header_mismatch<MODE>(c, call.buf, call.tag, call.sig, &pending, &sh->mismatch_seen, b, q, call.k, &polls))
       bad = RCCLX_LL_MISMATCH;
     else if (pending && rcclx_watchdog_expired(c, spins, t0, b, q, call.k))
       bad = RCCLX_LL_TIMEOUT;
@@ -402,10 +438,11 @@ RCCLX_DEVICE int rcclx_ll_check_headers(const rcclx_dev_comm& c, const rcclx_ll_
 typedef struct rcclx_ll_reader {
   int one_device, push, rank, nranks;
 } rcclx_ll_reader;
+template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE rcclx_ll_reader rcclx_ll_reader_of(const rcclx_dev_comm& c) {
   rcclx_ll_reader r;
-  r.one_device = (c.flags & RCCLX_VIEW_ONE_DEVICE) != 0;
-  r.push = (c.flags & RCCLX_VIEW_LL_PUSH) != 0;
+  r.one_device = (rcclx_ll_flags<MODE>(c) & RCCLX_VIEW_ONE_DEVICE) != 0;
+  r.push = (rcclx_ll_flags<MODE>(c) & RCCLX_VIEW_LL_PUSH) != 0;
   r.rank = c.rank;
   r.nranks = c.nranks;
   return r;
@@ -480,8 +517,9 @@ RCCLX_DEVICE void rcclx_ll_reduce_line(const rcclx_ll_reader& rd, const uint32_t
   out[1] = sum.w[1];
 }
 
-template <typename T, int OP, int NMAX>
-/* RCCLX_LAUNCH_BOUNDS_512: two blocks per SM on NVIDIA, as the other DDA
+template <typename T, int OP, int NMAX, int MODE>
+/* MODE: RCCLX_LL_ANY or RCCLX_LL_LOCAL (rcclx_ll_mode_of(c.flags)).
+ * RCCLX_LAUNCH_BOUNDS_512: two blocks per SM on NVIDIA, as the other DDA
  * kernels reach by themselves (the grid is sized by the fewest blocks any
  * of them fits per multiprocessor, rcclx_dda_min_occupancy). */
 RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
@@ -504,15 +542,15 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * in turn; no spare lines. */
   const auto owner = [g](int spare, uint32_t L) { return spare ? -1 : (int)(L / RCCLX_WARP_SIZE % (uint32_t)g); };
   rcclx_ll_call call;
-  if (!rcclx_ll_open(c, sig, &sh, owner, &call)) return;
+  if (!rcclx_ll_open<MODE>(c, sig, &sh, owner, &call)) return;
   RCCLX_TRACE(c, call.k, 0);
 
-  rcclx_ll_publish_headers(c, call);
-  if (L0 < nlines) rcclx_ll_publish(c, rcclx_ll_line_offset(call.buf, c.rank, L0), first, 2, call.tag);
+  rcclx_ll_publish_headers<MODE>(c, call);
+  if (L0 < nlines) rcclx_ll_publish<MODE>(c, rcclx_ll_line_offset(call.buf, c.rank, L0), first, 2, call.tag);
   for (uint32_t L = L0 + stride; L < nlines; L += stride) {
     uint32_t d[2];
     rcclx_ll_load_clipped(send, L, n, d);
-    rcclx_ll_publish(c, rcclx_ll_line_offset(call.buf, c.rank, L), d, 2, call.tag);
+    rcclx_ll_publish<MODE>(c, rcclx_ll_line_offset(call.buf, c.rank, L), d, 2, call.tag);
   }
   RCCLX_TRACE(c, call.k, 1);
   rcclx_ll_commit(c, call);
@@ -524,9 +562,9 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * watchdog bounds the thread's whole wait for its peers. */
   uint32_t spins = 0;
   uint64_t t0 = 0;
-  int bad = rcclx_ll_check_headers(c, call, &sh, (int)blockDim.x - RCCLX_WARP_SIZE, 1, &spins, &t0);
+  int bad = rcclx_ll_check_headers<MODE>(c, call, &sh, (int)blockDim.x - RCCLX_WARP_SIZE, 1, &spins, &t0);
 
-  const rcclx_ll_reader rd = rcclx_ll_reader_of(c);
+  const rcclx_ll_reader rd = rcclx_ll_reader_of<MODE>(c);
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
     uint64_t x[1][NMAX][2];
     bad = rcclx_ll_gather_lines<NMAX, 1>(c, rd, call, &sh, L, x, &spins, &t0, b);
