@@ -56,11 +56,9 @@ RCCLX_HOST hipError_t rcclx_dda_launch_(const rcclx_dev_comm& v, rcclx_algo algo
     /* sized by the message; the block by its lines and one header warp */
     const int lg = rcclx_ll_blocks(n * sizeof(T), v.nblocks, v.nthreads);
     const dim3 gl((unsigned)lg), bl((unsigned)rcclx_ll_threads(n * sizeof(T), lg, v.nthreads, RCCLX_WARP_SIZE));
-    if (rcclx_ll_mode_of(v.flags) == RCCLX_LL_LOCAL)
-      return rcclx_launch(rcclx_dda_ll_kernel<T, OP, NMAX, RCCLX_LL_LOCAL>, gl, bl, s, pdl, v, (const T*)send, (T*)recv,
-                          n, sig);
-    return rcclx_launch(rcclx_dda_ll_kernel<T, OP, NMAX, RCCLX_LL_ANY>, gl, bl, s, pdl, v, (const T*)send, (T*)recv, n,
-                        sig);
+    const auto ll = rcclx_ll_mode_of(v.flags) == RCCLX_LL_LOCAL ? rcclx_dda_ll_kernel<T, OP, NMAX, RCCLX_LL_LOCAL>
+                                                                 : rcclx_dda_ll_kernel<T, OP, NMAX, RCCLX_LL_ANY>;
+    return rcclx_launch(ll, gl, bl, s, pdl, v, (const T*)send, (T*)recv, n, sig);
   }
   if (algo == RCCLX_ALGO_FLAT)
     return rcclx_launch(rcclx_dda_flat_kernel<T, OP, NMAX>, g, b, s, pdl, v, (const T*)send, (T*)recv, n, sig, src);

@@ -159,7 +159,8 @@ RCCLX_DEVICE uint64_t rcclx_ll_ld(const rcclx_dev_comm& c, const uint64_t* p) {
 }
 template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE void rcclx_ll_st_line(const rcclx_dev_comm& c, uint64_t* p, const uint32_t* d, uint32_t tag) {
-  if (rcclx_ll_flags<MODE>(c) & RCCLX_VIEW_ONE_DEVICE) rcclx_st_relaxed_dev_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
+  if (rcclx_ll_flags<MODE>(c) & RCCLX_VIEW_ONE_DEVICE)
+    rcclx_st_relaxed_dev_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
   else rcclx_st_relaxed_sys_u64x2(p, rcclx_ll_word(d[0], tag), rcclx_ll_word(d[1], tag));
 }
 /* This rank's header word (nwords 1: data d[0]) or data line (nwords 2:
@@ -377,7 +378,8 @@ RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, rcclx_ll_s
     sh->headers_seen = 0;
   }
   const uint32_t cleaned = k & 1u ? cleaned1 : cleaned0;
-  return !(k - cleaned >= RCCLX_LL_RETAG_CALLS && rcclx_ll_retag<MODE>(c, call->buf, k, sig, owner) != RCCLX_BARRIER_OK);
+  return !(k - cleaned >= RCCLX_LL_RETAG_CALLS &&
+           rcclx_ll_retag<MODE>(c, call->buf, k, sig, owner) != RCCLX_BARRIER_OK);
 }
 
 /* rcclx_ll_publish_headers: the header words {sig | tag} of the block
@@ -386,7 +388,9 @@ RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, rcclx_ll_s
 template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE void rcclx_ll_publish_headers(const rcclx_dev_comm& c, const rcclx_ll_call& call) {
   rcclx_ll_for_block_slots(
-      c, [&](int s) { rcclx_ll_publish<MODE>(c, rcclx_ll_header_offset(call.buf, s, c.rank), &call.sig, 1, call.tag); });
+      c, [&](int s) {
+        rcclx_ll_publish<MODE>(c, rcclx_ll_header_offset(call.buf, s, c.rank), &call.sig, 1, call.tag);
+      });
 }
 
 /* rcclx_ll_commit, after the block's lines are published: the call count
@@ -421,7 +425,8 @@ RCCLX_DEVICE int rcclx_ll_check_headers(const rcclx_dev_comm& c, const rcclx_ll_
   int pending = checks, bad = 0;
   uint32_t polls = 0;
   while (pending && !bad) {
-    if (rcclx_ll_header_mismatch<MODE>(c, call.buf, call.tag, call.sig, &pending, &sh->mismatch_seen, b, q, call.k, &polls))
+    if (rcclx_ll_header_mismatch<MODE>(c, call.buf, call.tag, call.sig, &pending, &sh->mismatch_seen, b, q, call.k,
+                                       &polls))
       bad = RCCLX_LL_MISMATCH;
     else if (pending && rcclx_watchdog_expired(c, spins, t0, b, q, call.k))
       bad = RCCLX_LL_TIMEOUT;
