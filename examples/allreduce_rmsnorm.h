@@ -310,7 +310,6 @@ __global__ void __launch_bounds__(RMSNORM_THREADS, 2)
 // CDNA (with 8 there the 8-rank kernel spilled on gfx942).
 #define RMSNORM_LL_MAX_WARPS (256 / RCCLX_WARP_SIZE)
 #define RMSNORM_LL_THREADS ((RMSNORM_LL_MAX_WARPS + 1) * RCCLX_WARP_SIZE)
-static_assert(RMSNORM_LL_THREADS <= RCCLX_MAX_THREADS, "an LL call's blocks have at most RCCLX_MAX_THREADS threads");
 
 // Blocks per row of the LL shape with `warps` line warps per block.
 static inline __host__ __device__ uint32_t rmsnorm_ll_pieces(uint32_t nvec, int warps) {
@@ -369,6 +368,7 @@ __global__ void __launch_bounds__(RMSNORM_LL_THREADS)
     allreduce_rmsnorm_ll_kernel(rcclx_dev_comm c, uint32_t sig, uint32_t tokens, uint32_t hidden, int warps,
                                 const rcclx_bf16* residual_in, rcclx_bf16* residual_out, const rcclx_bf16* weight,
                                 float eps, rcclx_bf16* out, uint8_t* out_fp8, float* out_scale) {
+  __shared__ rcclx_ll_shared sh;
   __shared__ float part[RMSNORM_MAX_HIDDEN / 8 / RCCLX_WARP_SIZE];  // the row's partials
   const uint32_t WS = RCCLX_WARP_SIZE, tid = threadIdx.x, W = (uint32_t)warps;
   const uint32_t nvec = hidden / 8, nchunks = rmsnorm_chunks(nvec), S = rmsnorm_ll_pieces(nvec, warps);
@@ -394,7 +394,7 @@ __global__ void __launch_bounds__(RMSNORM_LL_THREADS)
     return (int)(item / per_row % tokens * S + (spare ? j : j / WS) / W);
   };
   rcclx_ll_call call;
-  if (!rcclx_ll_open(c, sig, owner, &call)) return;
+  if (!rcclx_ll_open(c, sig, &sh, owner, &call)) return;
   rcclx_ll_publish_headers(c, call);
   if (on) {
     rcclx_ll_publish(c, rcclx_ll_line_offset(call.buf, c.rank, 2 * (size_t)v), &mine.w[0], 2, call.tag);
@@ -405,12 +405,12 @@ __global__ void __launch_bounds__(RMSNORM_LL_THREADS)
   uint64_t t0 = 0;
   // The header warp checks the peers' fingerprints; no early launch (a
   // plain launch follows).
-  int bad = rcclx_ll_check_headers(c, call, (int)(W * WS), 0, &spins, &t0);
+  int bad = rcclx_ll_check_headers(c, call, &sh, (int)(W * WS), 0, &spins, &t0);
   float a[8], q = 0.0f;
   if (on && !bad) {
     const rcclx_ll_reader rd = rcclx_ll_reader_of(c);
     uint64_t xs[2][NMAX][2];
-    bad = rcclx_ll_gather_lines<NMAX, 2>(c, rd, call, 2 * v, xs, &spins, &t0, (int)blockIdx.x);
+    bad = rcclx_ll_gather_lines<NMAX, 2>(c, rd, call, &sh, 2 * v, xs, &spins, &t0, (int)blockIdx.x);
     if (!bad) {
       rcclx_vec16 s;
       rcclx_ll_reduce_line<rcclx_bf16, RCCLX_SUM, NMAX>(rd, &mine.w[0], xs[0], &s.w[0]);

@@ -135,19 +135,11 @@ typedef struct __attribute__((aligned(128))) rcclx_slot_arrivals {
 typedef struct __attribute__((aligned(128))) rcclx_slot_counters {
   uint32_t epoch;            /* barriers passed by this rank's block b */
   uint32_t calls;            /* DDA / low-precision calls run by block b */
+  uint32_t ll_calls;         /* LL calls run by this rank (every call
+                                advances every slot: rcclx/dda/ll.h) */
+  uint32_t ll_cleaned[2];    /* ll_calls when each LL buffer was last
+                                re-tagged (rcclx/dda/ll.h) */
 } rcclx_slot_counters;
-/* The LL call state as warp w of block slot b reads it (rcclx/dda/ll.h):
- * one record per warp, so that a warp can advance its own without waiting
- * for the block's other warps to have read theirs.  Every LL call
- * advances every record of the rank alike.  RCCLX_LL_WARPS records per
- * slot: the warps of 32 lanes of the largest block (RCCLX_MAX_THREADS);
- * CDNA's wave64 uses the first half. */
-#define RCCLX_LL_WARPS (RCCLX_MAX_THREADS / 32)
-typedef struct __attribute__((aligned(16))) rcclx_ll_count {
-  uint32_t calls;      /* LL calls run by this rank */
-  uint32_t cleaned[2]; /* `calls` when each LL buffer was last re-tagged */
-  uint32_t pad;
-} rcclx_ll_count;
 
 /* One per rank, in device memory, zeroed at creation and never reset. */
 typedef struct rcclx_signal {
@@ -163,7 +155,6 @@ typedef struct rcclx_signal {
    * (RCCLX_VIEW_DIRECT); exchanged like call_sig. */
   rcclx_call_card call_card[RCCLX_MAX_BLOCKS][RCCLX_MAX_RANKS][2];
   rcclx_slot_counters slot[RCCLX_MAX_BLOCKS]; /* block b's own counters */
-  rcclx_ll_count ll_count[RCCLX_MAX_BLOCKS][RCCLX_LL_WARPS]; /* [slot][warp] */
   rcclx_error_record error;
   /* Tile flags of fused kernels (rcclx/tile.h): tile_ready[t][src] is the
    * epoch at which src published tile t, tile_done[t][src] the epoch at

@@ -274,13 +274,6 @@ static inline int rcclx_pdl_supported(int device) {
  *   rcclx_st_relaxed_{sys,dev}_u64x2     the same for two words at a 16-byte
  *   rcclx_ld_relaxed_{sys,dev}_u64x2     aligned address (each word atomic)
  *   rcclx_shfl_xor_f32(v, mask, width)   butterfly exchange inside a warp
- *   rcclx_warp_sync()                    every lane of the warp that the
- *                                        (1-D) block has calls it: each
- *                                        lane's memory accesses before it
- *                                        are ordered before every lane's
- *                                        after it
- *   rcclx_warp_any(pred)                 the same lanes call it: whether
- *                                        pred holds in any of them
  *   rcclx_wall_ns()                      a wall clock in nanoseconds
  *   rcclx_f16_to_f32 / rcclx_f32_to_f16_rn   hardware half conversions
  *   rcclx_clampf(x, lo, hi)              clamp of a non-NaN float

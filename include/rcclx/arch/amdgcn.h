@@ -145,17 +145,6 @@ RCCLX_DEVICE float rcclx_shfl_xor_f32(float v, int mask, int width) {
   return __shfl_xor(v, mask, width);
 }
 
-/* A wavefront runs its lanes in lock-step: one instruction serves all of
- * them, so a load has returned for every lane once any lane uses its
- * value.  The wavefront-scope fences (no instruction on gfx9) and the
- * barrier keep the compiler from moving memory accesses across. */
-RCCLX_DEVICE void rcclx_warp_sync(void) {
-  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
-  __builtin_amdgcn_wave_barrier();
-  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
-}
-RCCLX_DEVICE int rcclx_warp_any(int pred) { return __builtin_amdgcn_ballot_w64(pred != 0) != 0; }
-
 /* s_memrealtime counts a constant 100 MHz clock on gfx9 parts. */
 RCCLX_DEVICE uint64_t rcclx_wall_ns(void) {
   return (uint64_t)__builtin_amdgcn_s_memrealtime() * 10u;

@@ -118,15 +118,6 @@ RCCLX_DEVICE float rcclx_shfl_xor_f32(float v, int mask, int width) {
   return __shfl_xor_sync(0xffffffffu, v, mask, width);
 }
 
-/* The lanes of the calling thread's warp that its (1-D) block has: all
- * 32 but in a last warp that blockDim.x ends early. */
-RCCLX_DEVICE unsigned rcclx_cuda_warp_lanes(void) {
-  const unsigned left = blockDim.x - (threadIdx.x & ~31u);
-  return left >= 32u ? 0xffffffffu : (1u << left) - 1u;
-}
-RCCLX_DEVICE void rcclx_warp_sync(void) { __syncwarp(rcclx_cuda_warp_lanes()); }
-RCCLX_DEVICE int rcclx_warp_any(int pred) { return __any_sync(rcclx_cuda_warp_lanes(), pred); }
-
 RCCLX_DEVICE uint64_t rcclx_wall_ns(void) {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

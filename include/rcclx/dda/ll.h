@@ -28,18 +28,15 @@
  * rank count: 16 KiB bf16 took 3.25 / 3.95 / 5.48 us at 2 / 4 / 8 virtual
  * ranks, an LL probe 2.44 / 2.58 / 3.02 in the same run, run 41.)
  *
- * Call k of block slot b (k: the LL call count, which each warp of the
- * block reads from a record of its own, rcclx_ll_count in rcclx/comm.h):
+ * Call k of block slot b (k: the slot's LL call count, ll_calls):
  *   1. writes block b's header word {fingerprint | tag}, then block b's
  *      lines, into this rank's header word and slot of LL buffer k & 1
  *      (in its own area, or in every peer's);
- *   2. each warp stores the call count k + 1 into its record (read by the
- *      next call only) once all its lanes have read it: no block barrier;
+ *   2. stores the call count k + 1 (read by the next call only);
  *   3. lane q < nranks of its last warp polls peer q's header word: a
- *      fingerprint that differs is RCCLX_ERR_RANK_MISMATCH, recorded in the
- *      rank's error word, where the other pollers of the rank see it and
- *      stop; once the warp has seen every peer's header, the block lets
- *      the stream's next kernel be scheduled (programmatic dependent
+ *      fingerprint that differs is RCCLX_ERR_RANK_MISMATCH and stops the
+ *      block's other pollers; once every peer's header is seen, the block
+ *      lets the stream's next kernel be scheduled (programmatic dependent
  *      launch: rcclx_dda_peers_committed in rcclx/signal.h);
  *   4. beside those header polls, the threads with lines poll each
  *      peer's slot of buffer k & 1 for the same lines until both words
@@ -56,9 +53,8 @@
  * The state is kept per block slot, and every call advances all c.nblocks
  * slots alike, whatever its grid: block b stands for slots b, b + g, b + 2g,
  * ... (thread t of the block takes b + t * g, then every blockDim.x * g
- * further): it writes their header words, and the count records of their
- * warps that no warp of the launch reads (rcclx_ll_for_counts).
- * So every record holds the same count, and the words of a buffer carry one
+ * further): it writes their header words and call counts.
+ * So every slot holds the same count, and the words of a buffer carry one
  * tag per call, whichever block wrote them.
  * Why two buffers suffice with no fence and no clearing: a rank writes
  * buffer k & 1 again in call k + 2, which it starts after its call k + 1
@@ -72,9 +68,9 @@
  * call, different from tag(k) while every word of the buffer was written
  * fewer than 2^32 calls ago.  Words that small calls never reach could grow
  * older than that, so when 2^30 calls have passed since a buffer was last
- * re-tagged (rcclx_ll_count.cleaned), the call first rewrites every one of
- * block b's words there (its lines over its whole slot, its slots' header
- * words, wherever it writes them) with tag(k - 2), a tag no call expects for
+ * re-tagged (ll_cleaned), the call first rewrites every one of block b's
+ * words there (its lines over its whole slot, its slots' header words,
+ * wherever it writes them) with tag(k - 2), a tag no call expects for
  * 2^32 - 2 more calls, and passes one barrier before any peer polls.
  * A rank that passes another count or dtype is caught by the header
  * (RCCLX_ERR_RANK_MISMATCH), never by a hang: also when the counts give
@@ -228,9 +224,9 @@ RCCLX_DEVICE void rcclx_ll_store_clipped(T* p, size_t L, size_t n, const uint32_
 
 /* Block b's header from `src` in buffer `buf`: until src's block b wrote it
  * for this call, it carries another tag.  Once it has (*pending cleared) and
- * its fingerprint differs from sig, records RCCLX_ERR_RANK_MISMATCH (in the
- * rank's error word, which stops its other pollers: rcclx_ll_gather_lines)
- * and returns 1.
+ * its fingerprint differs from sig, records RCCLX_ERR_RANK_MISMATCH, raises
+ * *seen (the block's shared flag, which stops its other pollers) and
+ * returns 1.
  * While it has not, every 256th poll (*polls counts them) also looks whether
  * src runs a barrier kernel instead: ranks that pass different counts to an
  * AUTO call can resolve it to LL here and to a barrier kernel there, where
@@ -247,7 +243,7 @@ RCCLX_DEVICE void rcclx_ll_store_clipped(T* p, size_t L, size_t n, const uint32_
  * step on every rank; src cannot pass that barrier without this rank). */
 template <int MODE = RCCLX_LL_ANY>
 RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf, uint32_t tag, uint32_t sig,
-                                          int* pending, int b, int src, uint32_t call, uint32_t* polls) {
+                                          int* pending, int* seen, int b, int src, uint32_t call, uint32_t* polls) {
   const uint64_t* hp = rcclx_ll_at(c, rcclx_ll_owner<MODE>(c, c.rank, src), rcclx_ll_header_offset(buf, b, src));
   uint64_t h = rcclx_ll_ld<MODE>(c, hp);
   int elsewhere = 0;
@@ -270,6 +266,7 @@ RCCLX_DEVICE int rcclx_ll_header_mismatch(const rcclx_dev_comm& c, uint32_t buf,
     if ((uint32_t)h == sig) return 0;
   }
   rcclx_record_error(c, RCCLX_ERR_RANK_MISMATCH, b, src, call);
+  *(volatile int*)seen = 1;
   return 1;
 }
 
@@ -295,40 +292,17 @@ RCCLX_DEVICE void rcclx_ll_for_block_slots(const rcclx_dev_comm& c, const F& f) 
   for (int s = (int)blockIdx.x + (int)threadIdx.x * g; s < c.nblocks; s += (int)blockDim.x * g) f(s);
 }
 
-/* Count records per block slot on this target: the warps of the largest
- * block (RCCLX_MAX_THREADS threads; a block of an LL call has at most as
- * many). */
-#define RCCLX_LL_TARGET_WARPS (RCCLX_MAX_THREADS / RCCLX_WARP_SIZE)
-static_assert(RCCLX_LL_TARGET_WARPS <= RCCLX_LL_WARPS, "a count record for every warp");
-/* The count record of warp w of block slot s, in this rank's signal area. */
-RCCLX_DEVICE rcclx_ll_count* rcclx_ll_count_at(const rcclx_dev_comm& c, int s, int w) {
-  return &c.sigs[c.rank]->ll_count[s][w];
-}
-/* f(record) for the count records of the block slots this block stands
- * for (rcclx_ll_for_block_slots) that the calling thread keeps, dealt over
- * the block's threads: with `all` every one of them (the re-tagging, once
- * every warp of the block has read its own); else all but those that the
- * block's own warps read from slot b, which each warp keeps itself
- * (rcclx_ll_commit), so nobody writes a record that a warp of this launch
- * may still be reading. */
-template <typename F>
-RCCLX_DEVICE void rcclx_ll_for_counts(const rcclx_dev_comm& c, int all, const F& f) {
-  const int W = RCCLX_LL_TARGET_WARPS, b = (int)blockIdx.x, g = (int)gridDim.x, nt = (int)blockDim.x;
-  const int slots = (c.nblocks - b + g - 1) / g, own = all ? 0 : (nt + RCCLX_WARP_SIZE - 1) / RCCLX_WARP_SIZE;
-  for (int j = own + (int)threadIdx.x; j < slots * W; j += nt) f(rcclx_ll_count_at(c, b + j / W * g, j % W));
-}
-
 /* The re-tagging of buffer `buf` by call k (see above): this rank's header
  * words of the block's slots, every line of this rank's whole source slot
  * whose owner is this block (owner(0, L) == blockIdx.x), wherever it
  * writes them, and every line j of its spare slot with owner(1, j) ==
  * blockIdx.x, rewritten with tag(k - 2) = k - 1; then one barrier on the
  * block slot (checking the call fingerprint), so that no peer polls before
- * the rewrite is visible; once it is passed, the slots' count records note
- * k as the buffer's last re-tagging (rcclx_ll_count.cleaned, read by later
- * calls of this rank only).  owner must give each line one block of the
- * grid, the block that reads it in this call's mapping (lines the call does
- * not reach: any block); -1 for lines nobody uses.  Every thread of the block calls it.
+ * the rewrite is visible; once it is passed, the slots record k as the
+ * buffer's last re-tagging (ll_cleaned, read by later calls of this rank
+ * only).  owner must give each line one block of the grid, the block that
+ * reads it in this call's mapping (lines the call does not reach: any
+ * block); -1 for lines nobody uses.  Every thread of the block calls it.
  * Returns the barrier's result. */
 template <int MODE = RCCLX_LL_ANY, typename Owner>
 RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t k, uint32_t sig, const Owner& owner) {
@@ -343,13 +317,14 @@ RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t 
       rcclx_ll_st_line<MODE>(c, rcclx_ll_at(c, c.rank, rcclx_ll_spare_offset<MODE>(c, buf, L)), zero, tag);
   }
   const int r = rcclx_barrier_block(c, b, sig);
-  if (r == RCCLX_BARRIER_OK) rcclx_ll_for_counts(c, 1, [&](rcclx_ll_count* n) { rcclx_st_u32(&n->cleaned[buf], k); });
+  if (r == RCCLX_BARRIER_OK)
+    rcclx_ll_for_block_slots(c, [&](int s) { rcclx_st_u32(&c.sigs[c.rank]->slot[s].ll_cleaned[buf], k); });
   return r;
 }
 
 #define RCCLX_LL_TIMEOUT 1
 #define RCCLX_LL_MISMATCH 2
-#define RCCLX_LL_ABORTED 4 /* the rank recorded an error during the call */
+#define RCCLX_LL_ABORTED 4 /* another thread of the block saw a mismatch */
 
 /* An LL call as a block runs it, for the LL kernel below and for kernels
  * that fuse an LL exchange with their own work (a fused epilogue or norm).
@@ -358,14 +333,13 @@ RCCLX_DEVICE int rcclx_ll_retag(const rcclx_dev_comm& c, uint32_t buf, uint32_t 
  *   rcclx_ll_publish_headers (every thread) the block's header words
  *   rcclx_ll_publish ...     its lines: line L of the message at
  *                            rcclx_ll_line_offset(call.buf, c.rank, L)
- *   rcclx_ll_commit          (every thread, its warp converged) the call
- *                            count, advanced
+ *   rcclx_ll_commit          (every thread) the call count, advanced
  *   rcclx_ll_check_headers   (every thread; lanes of one warp check)
  *   rcclx_ll_gather_lines ... the peers' copies of its lines
  * with the rules of this file: block b reads only lines that block b of
  * each peer wrote (the same line-to-block mapping on every rank: what the
- * call's count and grid give), the grid is 1-D, at most c.nblocks blocks of
- * at most RCCLX_MAX_THREADS threads, and co-resident with every other rank's (its blocks spin on theirs), and
+ * call's count and grid give), the grid is at most c.nblocks blocks and
+ * co-resident with every other rank's (its blocks spin on theirs), and
  * ranks pass the same fingerprint `sig` for the same call.  The LL state
  * is the communicator's: such calls interleave with rcclx_allreduce's LL
  * calls on the same stream. */
@@ -375,26 +349,35 @@ typedef struct rcclx_ll_call {
   uint32_t tag; /* tag(k) = k + 1 */
   uint32_t sig; /* the call's fingerprint */
 } rcclx_ll_call;
-/* rcclx_ll_open (every thread): reads the call count and the buffers' last
- * re-tagging from the warp's count record (one 16-byte load beside the
- * error word's), and re-tags the call's buffer when due (rcclx_ll_retag,
- * with `owner`).  Returns 0 when the block must leave at once (the same in
- * every lane of a warp): this rank holds an unread error
- * (rcclx_error_unread) or the re-tagging's barrier failed.  The block's
- * threads share nothing in memory during the call: a warp keeps its own
- * count (rcclx_ll_commit), the header warp votes (rcclx_ll_check_headers),
- * and an error stops pollers through the rank's error word. */
+/* What the threads of a block share during a call (in __shared__ memory). */
+typedef struct rcclx_ll_shared {
+  int mismatch_seen; /* a thread saw a fingerprint that differs: pollers stop */
+  int headers_seen;  /* peers whose header for this call the block has seen */
+} rcclx_ll_shared;
+
+/* rcclx_ll_open: reads the block slot's call count (and last
+ * re-tagging), and re-tags its buffer when due (rcclx_ll_retag, with
+ * `owner`).  Returns 0 when the block must leave at once: this rank
+ * holds an unread error (rcclx_error_unread) or the re-tagging's barrier
+ * failed.  *sh is initialised, visible to the block's threads after
+ * rcclx_ll_commit. */
 template <int MODE = RCCLX_LL_ANY, typename Owner>
-RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, const Owner& owner, rcclx_ll_call* call) {
+RCCLX_DEVICE int rcclx_ll_open(const rcclx_dev_comm& c, uint32_t sig, rcclx_ll_shared* sh, const Owner& owner,
+                               rcclx_ll_call* call) {
+  const rcclx_slot_counters* ctr = &c.sigs[c.rank]->slot[blockIdx.x];
   const uint32_t failed = rcclx_error_unread(c);
-  const rcclx_vec16 n = rcclx_ld16_volatile(rcclx_ll_count_at(c, (int)blockIdx.x, (int)threadIdx.x / RCCLX_WARP_SIZE));
-  if (rcclx_warp_any(failed != 0u)) return 0;
-  const uint32_t k = n.w[0];
+  const uint32_t k = rcclx_ld_volatile_u32(&ctr->ll_calls), cleaned0 = rcclx_ld_volatile_u32(&ctr->ll_cleaned[0]),
+                 cleaned1 = rcclx_ld_volatile_u32(&ctr->ll_cleaned[1]);
+  if (failed) return 0;
   call->k = k;
   call->buf = k & 1u;
   call->tag = k + 1u;
   call->sig = sig;
-  const uint32_t cleaned = k & 1u ? n.w[2] : n.w[1];
+  if (threadIdx.x == 0) {
+    sh->mismatch_seen = 0;
+    sh->headers_seen = 0;
+  }
+  const uint32_t cleaned = k & 1u ? cleaned1 : cleaned0;
   return !(k - cleaned >= RCCLX_LL_RETAG_CALLS &&
            rcclx_ll_retag<MODE>(c, call->buf, k, sig, owner) != RCCLX_BARRIER_OK);
 }
@@ -410,49 +393,45 @@ RCCLX_DEVICE void rcclx_ll_publish_headers(const rcclx_dev_comm& c, const rcclx_
       });
 }
 
-/* rcclx_ll_commit, after the block's lines are published (every thread,
- * with its warp converged): the call count k + 1 in every count record the
- * block keeps, now, so the stores are off the kernel's end.  The warp's own
- * record once all its lanes have read it (rcclx_warp_sync: no block
- * barrier, so no warp waits for the block's slowest); the records that no
- * warp of this launch reads at once (rcclx_ll_for_counts).  No other block
- * of this grid touches these records, and the next call is a later kernel
- * on the same stream, which reads them once this grid completed.  (A call
- * that fails later leaves the counts out of step on some rank anyway: the
+/* rcclx_ll_commit, after the block's lines are published: the call count
+ * of the block's slots, now, so the store is off the kernel's end.  The
+ * __syncthreads makes it safe (every thread of the block read slot b's
+ * count in rcclx_ll_open; no other block of this grid touches these slots,
+ * and the next call is a later kernel on the same stream, which reads them
+ * once this grid completed) and makes *sh visible.  (A call that fails
+ * later leaves the counts out of step on some rank anyway: the
  * communicators must be rebuilt, rcclx_comm_check.) */
 RCCLX_DEVICE void rcclx_ll_commit(const rcclx_dev_comm& c, const rcclx_ll_call& call) {
-  rcclx_warp_sync();
-  if (threadIdx.x % RCCLX_WARP_SIZE == 0u)
-    rcclx_st_u32(&rcclx_ll_count_at(c, (int)blockIdx.x, (int)threadIdx.x / RCCLX_WARP_SIZE)->calls, call.k + 1u);
-  rcclx_ll_for_counts(c, 0, [&](rcclx_ll_count* n) { rcclx_st_u32(&n->calls, call.k + 1u); });
+  __syncthreads();
+  rcclx_ll_for_block_slots(c, [&](int s) { rcclx_st_u32(&c.sigs[c.rank]->slot[s].ll_calls, call.k + 1u); });
 }
 
 /* rcclx_ll_check_headers: lane q < nranks of the warp that starts at
- * thread `first` (a multiple of the warp size) checks peer q's header of
- * block slot b (a differing fingerprint stops the rank's other pollers);
- * the other threads return 0 at once.  Once every peer's header is seen,
- * every peer block this block waits on runs the call and writes its lines
- * without waiting: with `early` the warp votes once its lanes are done,
- * and one lane lets the stream's next kernel be scheduled
+ * thread `first` checks peer q's header of block slot b (a differing
+ * fingerprint stops the block's other pollers); the other threads return
+ * 0 at once.  Once every
+ * peer's header is seen, every peer block this block waits on runs the
+ * call and writes its lines without waiting: with `early` the lane that
+ * saw the last one lets the stream's next kernel be scheduled
  * (rcclx_dda_peers_committed), so its launch overlaps the data polls.
  * *spins, *t0: the thread's watchdog state (rcclx_watchdog_expired), kept
  * for its later waits of the call.  Returns 0, RCCLX_LL_MISMATCH or
  * RCCLX_LL_TIMEOUT. */
 template <int MODE = RCCLX_LL_ANY>
-RCCLX_DEVICE int rcclx_ll_check_headers(const rcclx_dev_comm& c, const rcclx_ll_call& call, int first, int early,
-                                        uint32_t* spins, uint64_t* t0) {
+RCCLX_DEVICE int rcclx_ll_check_headers(const rcclx_dev_comm& c, const rcclx_ll_call& call, rcclx_ll_shared* sh,
+                                        int first, int early, uint32_t* spins, uint64_t* t0) {
   const int q = (int)threadIdx.x - first, b = (int)blockIdx.x;
   const int checks = q >= 0 && q < c.nranks && q != c.rank;
   int pending = checks, bad = 0;
   uint32_t polls = 0;
   while (pending && !bad) {
-    if (rcclx_ll_header_mismatch<MODE>(c, call.buf, call.tag, call.sig, &pending, b, q, call.k, &polls))
+    if (rcclx_ll_header_mismatch<MODE>(c, call.buf, call.tag, call.sig, &pending, &sh->mismatch_seen, b, q, call.k,
+                                       &polls))
       bad = RCCLX_LL_MISMATCH;
     else if (pending && rcclx_watchdog_expired(c, spins, t0, b, q, call.k))
       bad = RCCLX_LL_TIMEOUT;
   }
-  /* The whole header warp votes (every lane evaluates rcclx_warp_any). */
-  if (early && q >= 0 && q < RCCLX_WARP_SIZE && !rcclx_warp_any(bad) && q == 0) rcclx_dda_peers_committed();
+  if (early && checks && !bad && atomicAdd(&sh->headers_seen, 1) == c.nranks - 2) rcclx_dda_peers_committed();
   return bad;
 }
 
@@ -485,13 +464,12 @@ RCCLX_DEVICE rcclx_ll_reader rcclx_ll_reader_of(const rcclx_dev_comm& c) {
  * while several are missing (runs 56, 78), polls only after the peers'
  * headers (run 48), atomics as polls (run 70), more or fewer blocks (runs
  * 49-50, 71, 77).  b: the block's index (blockIdx.x), as the caller read it.
- * Every 64th round also reads the rank's error word (a mismatch or a
- * timeout recorded by any thread of the rank stops the rest).
- * Returns 0, or RCCLX_LL_ABORTED (the rank recorded an error) or
+ * Returns 0, or RCCLX_LL_ABORTED (another thread saw a mismatch) or
  * RCCLX_LL_TIMEOUT (recorded), when a line is incomplete. */
 template <int NMAX, int NL>
 RCCLX_DEVICE int rcclx_ll_gather_lines(const rcclx_dev_comm& c, const rcclx_ll_reader& rd, const rcclx_ll_call& call,
-                                       uint32_t L, uint64_t (*x)[NMAX][2], uint32_t* spins, uint64_t* t0, int b) {
+                                       const rcclx_ll_shared* sh, uint32_t L, uint64_t (*x)[NMAX][2], uint32_t* spins,
+                                       uint64_t* t0, int b) {
   /* Source q's line: at off + q * RCCLX_LL_SLOT_BYTES of q's area (pull)
    * or of this rank's (push): rcclx_ll_owner, with the flag read once. */
   const size_t off = rcclx_ll_line_offset(call.buf, 0, L);
@@ -503,7 +481,7 @@ RCCLX_DEVICE int rcclx_ll_gather_lines(const rcclx_dev_comm& c, const rcclx_ll_r
       if (q < nranks && q != rank)
         rcclx_ll_poll_line(rd.one_device, c.sigs[rd.push ? rank : q], off + 16 * i + (size_t)q * RCCLX_LL_SLOT_BYTES,
                            x[i][q]);
-  for (uint32_t round = 1;; ++round) {
+  for (;;) {
     int waiting_on = -1;
     RCCLX_UNROLL
     for (int i = 0; i < NL; ++i)
@@ -511,7 +489,7 @@ RCCLX_DEVICE int rcclx_ll_gather_lines(const rcclx_dev_comm& c, const rcclx_ll_r
       for (int q = NMAX - 1; q >= 0; --q)
         if (q < nranks && q != rank && !rcclx_ll_arrived(x[i][q], call.tag)) waiting_on = q;
     if (waiting_on < 0) return 0;
-    if ((round & 63u) == 0u && rcclx_error_unread(c)) return RCCLX_LL_ABORTED;
+    if (*(const volatile int*)&sh->mismatch_seen) return RCCLX_LL_ABORTED;
     if (rcclx_watchdog_expired(c, spins, t0, b, waiting_on, call.k)) return RCCLX_LL_TIMEOUT;
     RCCLX_UNROLL
     for (int i = 0; i < NL; ++i)
@@ -551,6 +529,7 @@ template <typename T, int OP, int NMAX, int MODE>
  * of them fits per multiprocessor, rcclx_dda_min_occupancy). */
 RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
     rcclx_dda_ll_kernel(rcclx_dev_comm c, const T* send, T* recv, size_t n, uint32_t sig) {
+  __shared__ rcclx_ll_shared sh;
   rcclx_grid_dependency_wait(); /* the previous kernel's writes (rcclx_dda_done_waiting) */
   rcclx_dda_launch_next_early(c);
   const int b = (int)blockIdx.x, tid = (int)threadIdx.x, g = (int)gridDim.x, E = 8 / (int)sizeof(T);
@@ -568,7 +547,7 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * in turn; no spare lines. */
   const auto owner = [g](int spare, uint32_t L) { return spare ? -1 : (int)(L / RCCLX_WARP_SIZE % (uint32_t)g); };
   rcclx_ll_call call;
-  if (!rcclx_ll_open<MODE>(c, sig, owner, &call)) return;
+  if (!rcclx_ll_open<MODE>(c, sig, &sh, owner, &call)) return;
   RCCLX_TRACE(c, call.k, 0);
 
   rcclx_ll_publish_headers<MODE>(c, call);
@@ -588,12 +567,12 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS_512
    * watchdog bounds the thread's whole wait for its peers. */
   uint32_t spins = 0;
   uint64_t t0 = 0;
-  int bad = rcclx_ll_check_headers<MODE>(c, call, (int)blockDim.x - RCCLX_WARP_SIZE, 1, &spins, &t0);
+  int bad = rcclx_ll_check_headers<MODE>(c, call, &sh, (int)blockDim.x - RCCLX_WARP_SIZE, 1, &spins, &t0);
 
   const rcclx_ll_reader rd = rcclx_ll_reader_of<MODE>(c);
   for (uint32_t L = L0; !bad && L < nlines; L += stride) {
     uint64_t x[1][NMAX][2];
-    bad = rcclx_ll_gather_lines<NMAX, 1>(c, rd, call, L, x, &spins, &t0, b);
+    bad = rcclx_ll_gather_lines<NMAX, 1>(c, rd, call, &sh, L, x, &spins, &t0, b);
     if (bad) break;
     /* This rank's own part: the first line from the registers its write
      * used (reading send again put a load after the polls, on the call's
