@@ -190,8 +190,8 @@ RCCLX_GLOBAL void RCCLX_LAUNCH_BOUNDS(RCCLX_DDA_MAX_THREADS)
 /* Fewest co-resident blocks per multiprocessor over every DDA kernel at
  * `threads` threads: what the fixed grid must respect (0 on error).  Both
  * LL modes count: the grid is sized before the view's flags, which pick
- * the mode, are set (rcclx_comm_grid_ runs first), and the two queries
- * more cost microseconds once per communicator. */
+ * the mode, are set (rcclx_comm_grid_ runs first).  The mode not used
+ * costs 18 more occupancy queries, at communicator creation only. */
 template <typename T, int OP, int NMAX>
 RCCLX_HOST int rcclx_dda_occupancy_one_(int threads) {
   int a = 0, b = 0, l = 0, m = 0;
